@@ -1,0 +1,48 @@
+/*
+ * hidet kernel ABI (DESIGN.md contract 1).
+ *
+ * Every kernel library that hidet builds (CUDA or CPU) is a shared object exporting plain C
+ * functions with one uniform signature, so the runtime can launch any kernel without knowing its
+ * source:
+ *
+ *     int32_t name(void* const* buffers, int32_t num_buffers,
+ *                  const int64_t* dims, int32_t num_dims, void* stream);
+ *
+ *   buffers  device (or host) pointers of the kernel's tensors, inputs first, then outputs.
+ *            Owned by the caller; valid for the duration of the (asynchronous) work.
+ *   dims     current values of the symbolic dimensions the kernel was built with, in the order
+ *            the kernel declares them. Owned by the caller; read before the function returns.
+ *   stream   the CUstream / cudaStream_t to launch on (NULL: the legacy default stream). CPU
+ *            kernels ignore it and run synchronously.
+ *   returns  0 on success; anything else is an error whose message the library's
+ *            hidet_kernel_last_error() returns on the same thread.
+ *
+ * The launcher computes its own grid from `dims`. Besides its kernels, a library exports:
+ *
+ *     int32_t     hidet_kernel_abi_version(void);   // must equal HIDET_KERNEL_ABI_VERSION
+ *     const char* hidet_kernel_last_error(void);    // message of the last failure on this thread
+ */
+#ifndef HIDET_KERNEL_ABI_H
+#define HIDET_KERNEL_ABI_H
+
+#include <stdint.h>
+
+#define HIDET_KERNEL_ABI_VERSION 1
+
+#ifdef __cplusplus
+#define HIDET_KERNEL_EXPORT extern "C" __attribute__((visibility("default")))
+#else
+#define HIDET_KERNEL_EXPORT __attribute__((visibility("default")))
+#endif
+
+/*! \brief The uniform signature of every kernel entry point. */
+typedef int32_t (*hidet_kernel_fn)(void* const* buffers, int32_t num_buffers, const int64_t* dims,
+                                   int32_t num_dims, void* stream);
+
+/*! \brief Signature of the exported `hidet_kernel_abi_version`. */
+typedef int32_t (*hidet_kernel_abi_version_fn)(void);
+
+/*! \brief Signature of the exported `hidet_kernel_last_error`. */
+typedef const char* (*hidet_kernel_last_error_fn)(void);
+
+#endif /* HIDET_KERNEL_ABI_H */

@@ -1,0 +1,240 @@
+// The C API (runtime.h): thin wrappers over the C++ runtime. Each function catches every
+// exception, keeps its message for hidet_get_last_error() and returns -1.
+#include <cstring>
+#include <memory>
+#include <string>
+
+#include "hidet/runtime.h"
+#include "hidet/runtime/cuda_driver.hpp"
+#include "hidet/runtime/error.hpp"
+#include "hidet/runtime/kernel_library.hpp"
+#include "hidet/runtime/memory_pool.hpp"
+#include "hidet/runtime/stream.hpp"
+
+struct HidetKernelLibrary_ {
+  std::shared_ptr<hidet::KernelLibrary> library;
+};
+
+struct HidetKernel_ {
+  hidet::Kernel kernel;  // holds its library loaded
+};
+
+struct HidetEvent_ {
+  hidet::Event event;
+};
+
+namespace {
+
+thread_local std::string last_error;
+
+hidet::Device to_device(DLDevice device) {
+  switch (device.device_type) {
+    case kDLCPU:
+      return hidet::Device::cpu();
+    case kDLCUDA:
+      return hidet::Device::cuda(device.device_id);
+    default:
+      throw hidet::Error(hidet::str_cat("unsupported device type ", device.device_type,
+                                        " (expected kDLCPU = 1 or kDLCUDA = 2)"));
+  }
+}
+
+}  // namespace
+
+// Wrap a function body: exceptions become -1 and the thread's last error.
+#define API_BEGIN() try {
+#define API_END()                                  \
+  }                                                \
+  catch (const std::exception& e) {                \
+    last_error = e.what();                         \
+    return -1;                                     \
+  }                                                \
+  catch (...) {                                    \
+    last_error = "unknown error (non-standard C++ exception)"; \
+    return -1;                                     \
+  }                                                \
+  return 0;
+
+// An error naming the function and the NULL argument.
+#define CHECK_NOT_NULL(arg) HIDET_CHECK((arg) != nullptr, __func__, ": argument '" #arg "' is NULL")
+
+extern "C" {
+
+const char* hidet_get_last_error(void) { return last_error.c_str(); }
+
+int32_t hidet_runtime_abi_version(void) { return HIDET_RUNTIME_ABI_VERSION; }
+
+/* ---------------------------------------------------------------- devices */
+
+int hidet_cuda_device_count(int32_t* out_count) {
+  API_BEGIN();
+  CHECK_NOT_NULL(out_count);
+  *out_count = hidet::cuda::device_count();
+  API_END();
+}
+
+const char* hidet_cuda_unavailable_reason(void) {
+  try {
+    return hidet::cuda::unavailable_reason().c_str();
+  } catch (...) {
+    return "CUDA is not available: the driver could not be queried";
+  }
+}
+
+int hidet_cuda_device_synchronize(int32_t device_id) {
+  API_BEGIN();
+  hidet::cuda::device_synchronize(device_id);
+  API_END();
+}
+
+/* ---------------------------------------------------------------- memory */
+
+int hidet_alloc(DLDevice device, uint64_t nbytes, HidetStream stream, void** out_ptr) {
+  API_BEGIN();
+  CHECK_NOT_NULL(out_ptr);
+  *out_ptr = hidet::MemoryPool::of(to_device(device)).allocate(nbytes, stream);
+  API_END();
+}
+
+int hidet_free(DLDevice device, void* ptr) {
+  API_BEGIN();
+  CHECK_NOT_NULL(ptr);
+  hidet::MemoryPool::of(to_device(device)).free(ptr);
+  API_END();
+}
+
+int hidet_memory_stats(DLDevice device, HidetMemoryStats* out_stats) {
+  API_BEGIN();
+  CHECK_NOT_NULL(out_stats);
+  hidet::MemoryStats s = hidet::MemoryPool::of(to_device(device)).stats();
+  *out_stats = HidetMemoryStats{s.allocated, s.reserved, s.peak, s.cached, s.num_allocations, s.num_reused};
+  API_END();
+}
+
+int hidet_empty_cache(DLDevice device) {
+  API_BEGIN();
+  hidet::MemoryPool::of(to_device(device)).empty_cache();
+  API_END();
+}
+
+int hidet_memcpy(void* dst, const void* src, uint64_t nbytes, HidetStream stream) {
+  API_BEGIN();
+  if (nbytes == 0) return 0;
+  CHECK_NOT_NULL(dst);
+  CHECK_NOT_NULL(src);
+  // With unified addressing the pointers say where they live; memory CUDA does not know is host memory.
+  bool involves_cuda = hidet::cuda::pointer_device(dst) >= 0 || hidet::cuda::pointer_device(src) >= 0;
+  if (involves_cuda) {
+    hidet::cuda::memcpy_async(dst, src, nbytes, stream);
+  } else {
+    std::memcpy(dst, src, nbytes);
+  }
+  API_END();
+}
+
+/* ---------------------------------------------------------------- streams and events */
+
+int hidet_stream_create(int32_t device_id, HidetStream* out_stream) {
+  API_BEGIN();
+  CHECK_NOT_NULL(out_stream);
+  *out_stream = hidet::cuda::stream_create(device_id);
+  API_END();
+}
+
+int hidet_stream_destroy(HidetStream stream) {
+  API_BEGIN();
+  HIDET_CHECK(stream != nullptr, __func__, ": argument 'stream' is NULL (the default stream cannot be destroyed)");
+  hidet::cuda::stream_destroy(stream);
+  API_END();
+}
+
+int hidet_stream_synchronize(HidetStream stream) {
+  API_BEGIN();
+  hidet::cuda::stream_synchronize(stream);
+  API_END();
+}
+
+int hidet_event_create(int32_t device_id, int32_t enable_timing, HidetEventHandle* out_event) {
+  API_BEGIN();
+  CHECK_NOT_NULL(out_event);
+  *out_event = new HidetEvent_{hidet::Event(device_id, enable_timing != 0)};
+  API_END();
+}
+
+int hidet_event_destroy(HidetEventHandle event) {
+  API_BEGIN();
+  CHECK_NOT_NULL(event);
+  delete event;
+  API_END();
+}
+
+int hidet_event_record(HidetEventHandle event, HidetStream stream) {
+  API_BEGIN();
+  CHECK_NOT_NULL(event);
+  hidet::cuda::event_record(event->event.handle(), stream);
+  API_END();
+}
+
+int hidet_event_synchronize(HidetEventHandle event) {
+  API_BEGIN();
+  CHECK_NOT_NULL(event);
+  event->event.synchronize();
+  API_END();
+}
+
+int hidet_event_elapsed_ms(HidetEventHandle start, HidetEventHandle end, float* out_ms) {
+  API_BEGIN();
+  CHECK_NOT_NULL(start);
+  CHECK_NOT_NULL(end);
+  CHECK_NOT_NULL(out_ms);
+  *out_ms = start->event.elapsed_ms(end->event);
+  API_END();
+}
+
+/* ---------------------------------------------------------------- kernel libraries */
+
+int hidet_library_load(const char* path, HidetKernelLibraryHandle* out_library) {
+  API_BEGIN();
+  CHECK_NOT_NULL(path);
+  CHECK_NOT_NULL(out_library);
+  *out_library = new HidetKernelLibrary_{hidet::KernelLibrary::load(path)};
+  API_END();
+}
+
+int hidet_library_free(HidetKernelLibraryHandle library) {
+  API_BEGIN();
+  CHECK_NOT_NULL(library);
+  delete library;
+  API_END();
+}
+
+int hidet_library_get_kernel(HidetKernelLibraryHandle library, const char* name, HidetKernelHandle* out_kernel) {
+  API_BEGIN();
+  CHECK_NOT_NULL(library);
+  CHECK_NOT_NULL(name);
+  CHECK_NOT_NULL(out_kernel);
+  *out_kernel = new HidetKernel_{library->library->get_kernel(name)};
+  API_END();
+}
+
+int hidet_kernel_free(HidetKernelHandle kernel) {
+  API_BEGIN();
+  CHECK_NOT_NULL(kernel);
+  delete kernel;
+  API_END();
+}
+
+int hidet_kernel_launch(HidetKernelHandle kernel, void* const* buffers, int32_t num_buffers, const int64_t* dims,
+                        int32_t num_dims, HidetStream stream) {
+  API_BEGIN();
+  CHECK_NOT_NULL(kernel);
+  HIDET_CHECK(num_buffers >= 0 && num_dims >= 0, __func__, ": negative num_buffers (", num_buffers,
+              ") or num_dims (", num_dims, ")");
+  HIDET_CHECK(num_buffers == 0 || buffers != nullptr, __func__, ": argument 'buffers' is NULL but num_buffers is ",
+              num_buffers);
+  HIDET_CHECK(num_dims == 0 || dims != nullptr, __func__, ": argument 'dims' is NULL but num_dims is ", num_dims);
+  kernel->kernel.launch(buffers, num_buffers, dims, num_dims, stream);
+  API_END();
+}
+
+}  // extern "C"

@@ -1,0 +1,61 @@
+// Kernel libraries: dlopen a shared object, check its kernel ABI version, look kernels up by name.
+#include "hidet/runtime/kernel_library.hpp"
+
+#include <dlfcn.h>
+#include <sys/stat.h>
+
+#include "hidet/runtime/error.hpp"
+
+namespace hidet {
+
+namespace {
+std::string dl_error() {
+  const char* err = dlerror();
+  return err ? err : "unknown error";
+}
+}  // namespace
+
+std::shared_ptr<KernelLibrary> KernelLibrary::load(const std::string& path) {
+  struct stat st;
+  HIDET_CHECK(::stat(path.c_str(), &st) == 0, "kernel library not found: ", path);
+  // RTLD_LOCAL: libraries may export the same kernel names without clashing.
+  void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  HIDET_CHECK(handle != nullptr, "cannot load kernel library ", path, ": ", dl_error());
+  // Owned from here on, so an error below closes it again.
+  std::shared_ptr<KernelLibrary> library(new KernelLibrary(path, handle));
+
+  auto version_fn = reinterpret_cast<hidet_kernel_abi_version_fn>(dlsym(handle, "hidet_kernel_abi_version"));
+  HIDET_CHECK(version_fn != nullptr, path, " is not a hidet kernel library: it exports no hidet_kernel_abi_version");
+  int32_t version = version_fn();
+  HIDET_CHECK(version == HIDET_KERNEL_ABI_VERSION, path, " was built for kernel ABI version ", version,
+              ", this runtime expects ", HIDET_KERNEL_ABI_VERSION, "; rebuild it (clear the hidet cache)");
+  library->last_error_fn_ = reinterpret_cast<hidet_kernel_last_error_fn>(dlsym(handle, "hidet_kernel_last_error"));
+  return library;
+}
+
+KernelLibrary::KernelLibrary(std::string path, void* handle) : path_(std::move(path)), handle_(handle) {}
+
+KernelLibrary::~KernelLibrary() { dlclose(handle_); }
+
+bool KernelLibrary::has_kernel(const std::string& name) const { return dlsym(handle_, name.c_str()) != nullptr; }
+
+Kernel KernelLibrary::get_kernel(const std::string& name) const {
+  auto fn = reinterpret_cast<hidet_kernel_fn>(dlsym(handle_, name.c_str()));
+  HIDET_CHECK(fn != nullptr, "kernel '", name, "' not found in ", path_);
+  return Kernel(shared_from_this(), name, fn);
+}
+
+std::string KernelLibrary::last_error() const {
+  if (last_error_fn_ == nullptr) return "(no message: the library exports no hidet_kernel_last_error)";
+  const char* msg = last_error_fn_();
+  return msg ? msg : "(no message)";
+}
+
+void Kernel::launch(void* const* buffers, int32_t num_buffers, const int64_t* dims, int32_t num_dims,
+                    void* stream) const {
+  int32_t code = fn_(buffers, num_buffers, dims, num_dims, stream);
+  HIDET_CHECK(code == 0, "kernel '", name_, "' (", library_->path(), ") failed with code ", code, ": ",
+              library_->last_error());
+}
+
+}  // namespace hidet

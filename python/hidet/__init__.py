@@ -1,0 +1,46 @@
+"""hidet: a deep-learning inference compiler for PyTorch.
+
+Quick start::
+
+    import hidet
+    a = hidet.randn([2, 3], device='cuda')
+    print(a)                      # Tensor(shape=(2, 3), dtype='float32', device='cuda:0') and values
+    t = a.torch()                 # zero-copy to torch
+"""
+from . import _C  # the C++ runtime; loads libhidet_runtime.so
+from .version import __version__
+
+from . import ir, runtime, cuda
+from .ir.dtypes import (
+    DataType,
+    bfloat16,
+    boolean,
+    float16,
+    float32,
+    float64,
+    int8,
+    int16,
+    int32,
+    int64,
+    uint8,
+)
+from .runtime import HidetRuntimeError, OutOfMemoryError
+from .runtime.device import Device, device
+from .graph import Tensor, from_dlpack, from_numpy, from_torch
+from .graph.creation import (
+    arange,
+    asarray,
+    empty,
+    empty_like,
+    full,
+    full_like,
+    manual_seed,
+    ones,
+    ones_like,
+    randint,
+    randint_like,
+    randn,
+    randn_like,
+    zeros,
+    zeros_like,
+)

@@ -1,0 +1,22 @@
+"""``hidet.cuda``: CUDA devices, streams, events and memory (see hidet/runtime/cuda.py)."""
+from hidet.runtime.cuda import (  # noqa: F401
+    Event,
+    Stream,
+    available,
+    current_device,
+    current_stream,
+    default_stream,
+    device_count,
+    empty_cache,
+    max_memory_allocated,
+    mem_get_info,
+    memory_allocated,
+    memory_reserved,
+    memory_stats,
+    reset_peak_memory_stats,
+    set_device,
+    set_memory_limit,
+    stream,
+    synchronize,
+    unavailable_reason,
+)
