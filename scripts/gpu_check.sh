@@ -17,6 +17,13 @@ python3 -m pip install --no-build-isolation --no-deps -q . > "$LOG_DIR/install.l
   || { tail -50 "$LOG_DIR/install.log"; exit 1; }
 echo "== quick start"
 (cd /tmp && python3 -m hidet && python3 "$OLDPWD/examples/quickstart.py") 2>&1 | tee "$LOG_DIR/quickstart.log"
-echo "== tests"
+echo "== C++ tests"
+if [ -e /usr/include/gtest/gtest.h ]; then
+  (cmake -S . -B build/gpu-cpp-tests -DHIDET_BUILD_TESTS=ON > /dev/null && cmake --build build/gpu-cpp-tests -j 16 > /dev/null \
+    && ctest --test-dir build/gpu-cpp-tests --output-on-failure) 2>&1 | tee "$LOG_DIR/ctest.log"
+else
+  echo "GoogleTest is not installed here: C++ tests not run" | tee "$LOG_DIR/ctest.log"
+fi
+echo "== Python tests"
 python3 -m pytest tests -q -rs --junitxml="$LOG_DIR/pytest.xml" "$@" 2>&1 | tee "$LOG_DIR/pytest.log"
 exit "${PIPESTATUS[0]}"
