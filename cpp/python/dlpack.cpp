@@ -6,12 +6,11 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "bindings.hpp"
 #include "hidet/dlpack.h"
-#include "hidet/runtime/error.hpp"
-#include "hidet/runtime/storage.hpp"
 
 namespace py = pybind11;
 
@@ -33,10 +32,8 @@ struct ExportContext {
 
 DLTensor make_dl_tensor(ExportContext* ctx, uint8_t code, uint8_t bits) {
   DLTensor t{};
-  t.data = ctx->storage->ptr();
-  Device d = ctx->storage->device();
-  t.device.device_type = d.is_cpu() ? kDLCPU : kDLCUDA;
-  t.device.device_id = d.is_cpu() ? 0 : d.index;
+  t.data = ctx->storage->ptr;
+  t.device = ctx->storage->device;
   t.ndim = static_cast<int32_t>(ctx->shape.size());
   t.dtype.code = code;
   t.dtype.bits = bits;
@@ -93,22 +90,27 @@ py::capsule to_dlpack(std::shared_ptr<Storage> storage, const std::vector<int64_
   return py::reinterpret_steal<py::capsule>(cap);
 }
 
-Device dl_device_to_hidet(const DLDevice& d) {
+[[noreturn]] void fail(const std::string& msg) {
+  PyErr_SetString(PyExc_ValueError, msg.c_str());
+  throw py::error_already_set();
+}
+
+DLDevice dl_device_to_hidet(const DLDevice& d) {
   switch (d.device_type) {
     case kDLCPU:
     case kDLCUDAHost:  // pinned host memory is host memory to hidet
-      return Device::cpu();
+      return DLDevice{kDLCPU, 0};
     case kDLCUDA:
-      return Device::cuda(d.device_id);
+      return d;
     default:
-      throw Error(str_cat("from_dlpack: tensors on DLPack device type ", d.device_type,
-                          " are not supported; hidet takes CPU (1) and CUDA (2) tensors"));
+      fail("from_dlpack: tensors on DLPack device type " + std::to_string(d.device_type) +
+           " are not supported; hidet takes CPU (1) and CUDA (2) tensors");
   }
 }
 
 // Take over a producer's tensor: the returned Storage calls `release` when hidet is done with it.
 py::tuple import_tensor(const DLTensor& t, std::function<void()> release) {
-  HIDET_CHECK(t.dtype.lanes == 1, "from_dlpack: vector dtypes (lanes=", t.dtype.lanes, ") are not supported");
+  if (t.dtype.lanes != 1) fail("from_dlpack: vector dtypes (lanes=" + std::to_string(t.dtype.lanes) + ") are not supported");
   std::vector<int64_t> shape(t.shape, t.shape + t.ndim);
   int64_t numel = 1;
   for (int64_t s : shape) numel *= s;
@@ -118,15 +120,15 @@ py::tuple import_tensor(const DLTensor& t, std::function<void()> release) {
       if (shape[i] != 1 && t.strides[i] != expected) {
         std::string strides;
         for (int j = 0; j < t.ndim; ++j) strides += (j ? ", " : "") + std::to_string(t.strides[j]);
-        throw Error(str_cat("from_dlpack: hidet tensors are contiguous (row-major), but this tensor has strides (",
-                            strides, "); make it contiguous first (e.g. torch's .contiguous())"));
+        fail("from_dlpack: hidet tensors are contiguous (row-major), but this tensor has strides (" + strides +
+             "); make it contiguous first (e.g. torch's .contiguous())");
       }
       expected *= shape[i];
     }
   }
   uint64_t nbytes = static_cast<uint64_t>(numel) * ((t.dtype.bits + 7) / 8);
   void* data = static_cast<char*>(t.data) + t.byte_offset;
-  auto storage = Storage::wrap(dl_device_to_hidet(t.device), data, nbytes, std::move(release));
+  auto storage = std::make_shared<Storage>(dl_device_to_hidet(t.device), data, nbytes, std::move(release));
   return py::make_tuple(storage, shape, static_cast<int>(t.dtype.code), static_cast<int>(t.dtype.bits));
 }
 
@@ -134,8 +136,9 @@ py::tuple from_dlpack(py::capsule capsule) {
   PyObject* cap = capsule.ptr();
   if (PyCapsule_IsValid(cap, kVersionedName)) {
     auto* managed = static_cast<DLManagedTensorVersioned*>(PyCapsule_GetPointer(cap, kVersionedName));
-    HIDET_CHECK(managed->version.major == HIDET_DLPACK_MAJOR_VERSION, "from_dlpack: DLPack major version ",
-                managed->version.major, " is not supported (hidet reads version ", HIDET_DLPACK_MAJOR_VERSION, ")");
+    if (managed->version.major != HIDET_DLPACK_MAJOR_VERSION)
+      fail("from_dlpack: DLPack major version " + std::to_string(managed->version.major) +
+           " is not supported (hidet reads version " + std::to_string(HIDET_DLPACK_MAJOR_VERSION) + ")");
     py::tuple result = import_tensor(managed->dl_tensor, [managed]() {
       if (managed->deleter) managed->deleter(managed);
     });
@@ -150,8 +153,8 @@ py::tuple from_dlpack(py::capsule capsule) {
     PyCapsule_SetName(cap, kUsedLegacyName);
     return result;
   }
-  throw Error("from_dlpack: expected an unconsumed DLPack capsule ('dltensor' or 'dltensor_versioned'); "
-              "a capsule can be consumed only once");
+  fail("from_dlpack: expected an unconsumed DLPack capsule ('dltensor' or 'dltensor_versioned'); "
+       "a capsule can be consumed only once");
 }
 
 }  // namespace

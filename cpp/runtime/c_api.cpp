@@ -45,13 +45,17 @@ hidet::Device to_device(DLDevice device) {
 #define API_BEGIN() try {
 #define API_END()                                  \
   }                                                \
+  catch (const hidet::OutOfMemoryError& e) {       \
+    last_error = e.what();                         \
+    return HIDET_ERROR_OUT_OF_MEMORY;              \
+  }                                                \
   catch (const std::exception& e) {                \
     last_error = e.what();                         \
-    return -1;                                     \
+    return HIDET_ERROR;                            \
   }                                                \
   catch (...) {                                    \
     last_error = "unknown error (non-standard C++ exception)"; \
-    return -1;                                     \
+    return HIDET_ERROR;                            \
   }                                                \
   return 0;
 
@@ -87,6 +91,17 @@ int hidet_cuda_device_synchronize(int32_t device_id) {
   API_END();
 }
 
+int hidet_cuda_mem_get_info(int32_t device_id, uint64_t* out_free, uint64_t* out_total) {
+  API_BEGIN();
+  CHECK_NOT_NULL(out_free);
+  CHECK_NOT_NULL(out_total);
+  size_t free_bytes = 0, total_bytes = 0;
+  hidet::cuda::mem_get_info(device_id, &free_bytes, &total_bytes);
+  *out_free = free_bytes;
+  *out_total = total_bytes;
+  API_END();
+}
+
 /* ---------------------------------------------------------------- memory */
 
 int hidet_alloc(DLDevice device, uint64_t nbytes, HidetStream stream, void** out_ptr) {
@@ -114,6 +129,18 @@ int hidet_memory_stats(DLDevice device, HidetMemoryStats* out_stats) {
 int hidet_empty_cache(DLDevice device) {
   API_BEGIN();
   hidet::MemoryPool::of(to_device(device)).empty_cache();
+  API_END();
+}
+
+int hidet_reset_peak_memory(DLDevice device) {
+  API_BEGIN();
+  hidet::MemoryPool::of(to_device(device)).reset_peak();
+  API_END();
+}
+
+int hidet_set_memory_limit(DLDevice device, uint64_t limit) {
+  API_BEGIN();
+  hidet::MemoryPool::of(to_device(device)).set_limit(limit);
   API_END();
 }
 
@@ -214,6 +241,15 @@ int hidet_library_get_kernel(HidetKernelLibraryHandle library, const char* name,
   CHECK_NOT_NULL(name);
   CHECK_NOT_NULL(out_kernel);
   *out_kernel = new HidetKernel_{library->library->get_kernel(name)};
+  API_END();
+}
+
+int hidet_library_has_kernel(HidetKernelLibraryHandle library, const char* name, int32_t* out_has) {
+  API_BEGIN();
+  CHECK_NOT_NULL(library);
+  CHECK_NOT_NULL(name);
+  CHECK_NOT_NULL(out_has);
+  *out_has = library->library->has_kernel(name) ? 1 : 0;
   API_END();
 }
 

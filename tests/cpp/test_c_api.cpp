@@ -93,7 +93,7 @@ TEST(CApi, Errors) {
 
 TEST(CApi, OutOfMemoryIsAnErrorNotACrash) {
   void* p = nullptr;
-  EXPECT_EQ(hidet_alloc(kCpu, uint64_t(1) << 62, nullptr, &p), -1);
+  EXPECT_EQ(hidet_alloc(kCpu, uint64_t(1) << 62, nullptr, &p), HIDET_ERROR_OUT_OF_MEMORY);
   EXPECT_TRUE(last_error_contains("out of memory on cpu")) << hidet_get_last_error();
   EXPECT_TRUE(last_error_contains("requested 4611686018427387904 bytes")) << hidet_get_last_error();
 }
@@ -104,4 +104,17 @@ TEST(CApi, LastErrorIsPerThread) {
   std::thread([&] { other = hidet_get_last_error(); }).join();
   EXPECT_EQ(other, "");
   EXPECT_TRUE(last_error_contains("'ptr' is NULL"));
+}
+
+TEST(CApi, LimitAndPeak) {
+  ASSERT_EQ(hidet_empty_cache(kCpu), 0);
+  ASSERT_EQ(hidet_set_memory_limit(kCpu, stats_of(kCpu).reserved + (4 << 20)), 0);
+  void* p = nullptr;
+  EXPECT_EQ(hidet_alloc(kCpu, 8 << 20, nullptr, &p), HIDET_ERROR_OUT_OF_MEMORY);
+  EXPECT_TRUE(last_error_contains("out of memory on cpu")) << hidet_get_last_error();
+  ASSERT_EQ(hidet_alloc(kCpu, 1 << 20, nullptr, &p), 0) << hidet_get_last_error();
+  ASSERT_EQ(hidet_free(kCpu, p), 0);
+  ASSERT_EQ(hidet_reset_peak_memory(kCpu), 0);
+  EXPECT_EQ(stats_of(kCpu).peak, stats_of(kCpu).allocated);
+  ASSERT_EQ(hidet_set_memory_limit(kCpu, 0), 0);
 }

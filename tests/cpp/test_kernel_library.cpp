@@ -155,6 +155,11 @@ TEST(KernelLibraryCApi, Errors) {
   HidetKernelHandle kernel = nullptr;
   EXPECT_EQ(hidet_library_get_kernel(lib, "nope", &kernel), -1);
   EXPECT_EQ(std::string(hidet_get_last_error()), "kernel 'nope' not found in " + kKernels);
+  int32_t has = -1;
+  ASSERT_EQ(hidet_library_has_kernel(lib, "nope", &has), 0);
+  EXPECT_EQ(has, 0);
+  ASSERT_EQ(hidet_library_has_kernel(lib, "vector_add", &has), 0);
+  EXPECT_EQ(has, 1);
 
   ASSERT_EQ(hidet_library_get_kernel(lib, "always_fails", &kernel), 0);
   EXPECT_EQ(hidet_kernel_launch(kernel, nullptr, 0, nullptr, 0, nullptr), -1);

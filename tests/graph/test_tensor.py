@@ -80,7 +80,7 @@ def test_dlpack_protocols():
     np.testing.assert_array_equal(np.from_dlpack(t), a)
     capsule = torch.utils.dlpack.to_dlpack(torch.ones(2))
     hidet.from_dlpack(capsule)
-    with pytest.raises(hidet.HidetRuntimeError, match='consumed only once'):
+    with pytest.raises(ValueError, match='consumed only once'):
         hidet.from_dlpack(capsule)
 
 
@@ -89,7 +89,7 @@ def test_non_contiguous_torch_input_is_made_contiguous():
     t = hidet.from_torch(x)
     assert t.shape == (4, 3)
     np.testing.assert_array_equal(t.numpy(), x.numpy())
-    with pytest.raises(hidet.HidetRuntimeError, match='contiguous'):
+    with pytest.raises(ValueError, match='contiguous'):
         hidet.from_dlpack(torch.utils.dlpack.to_dlpack(x))
 
 

@@ -2,9 +2,11 @@
  * hidet runtime C API.
  *
  * Conventions (in the manner of TVM's c_runtime_api.h):
- *  - Every function returns 0 on success and -1 on failure; on failure,
- *    hidet_get_last_error() returns a message for the calling thread. No C++ exception crosses
- *    this boundary.
+ *  - Every function returns 0 on success and a negative code on failure: HIDET_ERROR (-1), or
+ *    HIDET_ERROR_OUT_OF_MEMORY (-2) when memory could not be allocated. On failure,
+ *    hidet_get_last_error() returns a message for the calling thread. No C++ exception or C++
+ *    object crosses this boundary, so callers built with another C++ runtime (even one linked
+ *    statically) are safe; the Python module uses exactly these functions.
  *  - Handles are opaque; the caller owns a handle it received until it passes it to the matching
  *    *_free / *_destroy function. Pointers passed *in* stay owned by the caller; the runtime keeps
  *    no reference to them after the call returns unless a comment says otherwise.
@@ -28,6 +30,9 @@ extern "C" {
 #endif
 
 #define HIDET_RUNTIME_ABI_VERSION 1
+
+#define HIDET_ERROR (-1)
+#define HIDET_ERROR_OUT_OF_MEMORY (-2)
 
 /* Declarations below sit inside extern "C"; the macro only exports them from the library. */
 #define HIDET_API __attribute__((visibility("default")))
@@ -79,6 +84,9 @@ HIDET_API const char* hidet_cuda_unavailable_reason(void);
 /*! \brief Block until all work on a CUDA device has finished. */
 HIDET_API int hidet_cuda_device_synchronize(int32_t device_id);
 
+/*! \brief Free and total bytes of a CUDA device's memory. */
+HIDET_API int hidet_cuda_mem_get_info(int32_t device_id, uint64_t* out_free, uint64_t* out_total);
+
 /* ---------------------------------------------------------------- memory */
 
 /*!
@@ -98,6 +106,15 @@ HIDET_API int hidet_memory_stats(DLDevice device, HidetMemoryStats* out_stats);
 
 /*! \brief Release every cached (free) block of the pool of `device` back to the device. */
 HIDET_API int hidet_empty_cache(DLDevice device);
+
+/*! \brief Restart the pool's peak statistic at its current allocation. */
+HIDET_API int hidet_reset_peak_memory(DLDevice device);
+
+/*!
+ * \brief Cap the bytes the pool of `device` may reserve (0: no cap besides the device's own);
+ * requests beyond it fail with HIDET_ERROR_OUT_OF_MEMORY.
+ */
+HIDET_API int hidet_set_memory_limit(DLDevice device, uint64_t limit);
 
 /*!
  * \brief Copy `nbytes` between any two buffers (host or CUDA, unified addressing).
@@ -152,6 +169,9 @@ HIDET_API int hidet_library_free(HidetKernelLibraryHandle library);
  */
 HIDET_API int hidet_library_get_kernel(HidetKernelLibraryHandle library, const char* name,
                                        HidetKernelHandle* out_kernel);
+
+/*! \brief Whether the library exports a kernel called `name` (written to `out_has` as 1 or 0). */
+HIDET_API int hidet_library_has_kernel(HidetKernelLibraryHandle library, const char* name, int32_t* out_has);
 
 /*! \brief Release a kernel handle. */
 HIDET_API int hidet_kernel_free(HidetKernelHandle kernel);

@@ -166,8 +166,7 @@ def _copy_bytes(dst: Tensor, src_addr: int, src_device: Device, nbytes: int) -> 
     """Copy into ``dst`` and wait for the copy, so the bytes are in place when this returns."""
     if nbytes == 0:
         return
-    _C.copy_bytes(dst.storage.addr, dst.device.dl_kind, dst.device.id, src_addr, src_device.dl_kind, src_device.id,
-                  nbytes)
+    _C.memcpy(dst.storage.addr, src_addr, nbytes)
     for d in (dst.device, src_device):
         if d.is_cuda():
             _C.cuda_device_synchronize(d.id)
@@ -185,7 +184,7 @@ def _host_values(t: Tensor) -> np.ndarray:
     src = t._require_storage('read values')
     out = np.empty(t.shape, dtype=t.dtype.storage_np_dtype)
     if out.nbytes:
-        _C.copy_bytes(out.ctypes.data, 1, 0, src.addr, t.device.dl_kind, t.device.id, out.nbytes)
+        _C.memcpy(out.ctypes.data, src.addr, out.nbytes)
         if t.device.is_cuda():
             _C.cuda_device_synchronize(t.device.id)
     return out
