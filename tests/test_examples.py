@@ -1,0 +1,35 @@
+"""The examples build and run against the installed package."""
+import os
+import subprocess
+import sys
+
+import pytest
+
+import hidet
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def test_quickstart_runs():
+    out = subprocess.run([sys.executable, os.path.join(ROOT, 'examples', 'quickstart.py')], capture_output=True,
+                         text=True, check=True, cwd='/tmp').stdout
+    assert "Tensor(shape=(2, 3), dtype='float32'" in out and 'round trip through torch' in out
+
+
+def _run_c_example(tmp_path, device: str) -> str:
+    package = os.path.dirname(hidet.__file__)
+    exe = str(tmp_path / 'runtime_info')
+    lib_dir = os.path.join(package, 'lib')
+    subprocess.run(['cc', os.path.join(ROOT, 'examples', 'cpp', 'runtime_info.c'), '-I', os.path.join(package, 'include'),
+                    '-L', lib_dir, '-lhidet_runtime', f'-Wl,-rpath,{lib_dir}', '-o', exe], check=True)
+    return subprocess.run([exe, device], capture_output=True, text=True, check=True).stdout
+
+
+def test_c_example_without_python(tmp_path):
+    out = _run_c_example(tmp_path, 'cpu')
+    assert 'round trip through cpu memory: ok' in out
+
+
+@pytest.mark.cuda
+def test_c_example_on_cuda(tmp_path):
+    assert 'round trip through cuda:0 memory: ok' in _run_c_example(tmp_path, 'cuda')
