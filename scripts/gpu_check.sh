@@ -26,4 +26,7 @@ else
 fi
 echo "== Python tests"
 python3 -m pytest tests -q -rs --junitxml="$LOG_DIR/pytest.xml" "$@" 2>&1 | tee "$LOG_DIR/pytest.log"
-exit "${PIPESTATUS[0]}"
+status=${PIPESTATUS[0]}
+echo "== benchmarks"
+(cd /tmp && python3 "$OLDPWD/scripts/bench_build.py") 2>&1 | tee "$LOG_DIR/bench_build.log"
+exit "$status"

@@ -10,7 +10,7 @@ Quick start::
 from . import _C  # the C++ runtime; loads libhidet_runtime.so
 from .version import __version__
 
-from . import ir, runtime, cuda
+from . import option, ir, runtime, cuda
 from .ir.dtypes import (
     DataType,
     bfloat16,
@@ -26,7 +26,7 @@ from .ir.dtypes import (
 )
 from .runtime import HidetRuntimeError, OutOfMemoryError
 from .runtime.device import Device, device
-from .graph import Tensor, from_dlpack, from_numpy, from_torch
+from .graph import Tensor, from_dlpack, from_numpy, from_torch, ops
 from .graph.creation import (
     arange,
     asarray,

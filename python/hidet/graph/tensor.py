@@ -124,6 +124,32 @@ class Tensor:
         """A new tensor with the same values in its own memory."""
         return _copy_to_device(self, self.device)
 
+    # ------------------------------------------------------------------ operators (hidet.ops)
+    def __add__(self, other): return _ops().add(self, other)
+    def __radd__(self, other): return _ops().add(other, self)
+    def __sub__(self, other): return _ops().subtract(self, other)
+    def __rsub__(self, other): return _ops().subtract(other, self)
+    def __mul__(self, other): return _ops().multiply(self, other)
+    def __rmul__(self, other): return _ops().multiply(other, self)
+    def __truediv__(self, other): return _ops().divide(self, other)
+    def __rtruediv__(self, other): return _ops().divide(other, self)
+    def __pow__(self, other): return _ops().pow(self, other)
+    def __neg__(self): return _ops().neg(self)
+    def __abs__(self): return _ops().abs(self)
+    def __matmul__(self, other): return _ops().matmul(self, other)
+    def __lt__(self, other): return _ops().less(self, other)
+    def __le__(self, other): return _ops().less_equal(self, other)
+    def __gt__(self, other): return _ops().greater(self, other)
+    def __ge__(self, other): return _ops().greater_equal(self, other)
+    def __eq__(self, other): return _ops().equal(self, other)  # elementwise, as in torch
+    def __ne__(self, other): return _ops().not_equal(self, other)
+    __hash__ = object.__hash__
+
+    def sum(self, dims=None, keepdim=False): return _ops().sum(self, dims, keepdim)
+    def mean(self, dims=None, keepdim=False): return _ops().mean(self, dims, keepdim)
+    def max(self, dims=None, keepdim=False): return _ops().max(self, dims, keepdim)
+    def min(self, dims=None, keepdim=False): return _ops().min(self, dims, keepdim)
+
     # ------------------------------------------------------------------ interop
     def torch(self):
         """A ``torch.Tensor`` sharing this tensor's memory (no copy)."""
@@ -146,6 +172,12 @@ class Tensor:
             storage = self.copy().storage
         versioned = max_version is not None and tuple(max_version)[0] >= 1
         return _C.to_dlpack(storage, list(self.shape), self.dtype.dl_code, self.dtype.bits, versioned)
+
+
+def _ops():
+    import hidet.graph.ops  # the operator library imports this module
+
+    return hidet.graph.ops
 
 
 def _is_dtype_spec(obj) -> bool:

@@ -1,0 +1,70 @@
+// Support code included by every kernel library hidet generates (CPU and CUDA): the ABI exports,
+// error reporting and scalar helpers with torch's semantics (NaN-propagating max/min).
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <string>
+
+#include "hidet/kernel_abi.h"
+
+#ifdef __CUDACC__
+#define HIDET_HD __host__ __device__ __forceinline__
+#else
+#define HIDET_HD inline
+#endif
+
+namespace hidet {
+
+// The message of the last failure on this thread, per library (inline: one per shared object).
+inline std::string& last_error() {
+  static thread_local std::string message;
+  return message;
+}
+
+inline int32_t fail(const std::string& message) {
+  last_error() = message;
+  return 1;
+}
+
+template <typename T>
+HIDET_HD bool is_nan(T x) {
+  return x != x;
+}
+
+// max/min that propagate NaN, as torch.maximum / torch.max do.
+template <typename T>
+HIDET_HD T max(T a, T b) {
+  return (a > b || is_nan(a)) ? a : b;
+}
+template <typename T>
+HIDET_HD T min(T a, T b) {
+  return (a < b || is_nan(a)) ? a : b;
+}
+
+// The identity of max (lowest) and min (highest) reductions (no std::numeric_limits: device code).
+template <typename T>
+HIDET_HD T lowest();
+template <typename T>
+HIDET_HD T highest();
+#define HIDET_LIMITS(T, LO, HI)            \
+  template <>                              \
+  HIDET_HD T lowest<T>() { return LO; }    \
+  template <>                              \
+  HIDET_HD T highest<T>() { return HI; }
+HIDET_LIMITS(float, -INFINITY, INFINITY)
+HIDET_LIMITS(double, -double(INFINITY), double(INFINITY))
+HIDET_LIMITS(int8_t, INT8_MIN, INT8_MAX)
+HIDET_LIMITS(int16_t, INT16_MIN, INT16_MAX)
+HIDET_LIMITS(int32_t, INT32_MIN, INT32_MAX)
+HIDET_LIMITS(int64_t, INT64_MIN, INT64_MAX)
+HIDET_LIMITS(uint8_t, 0, UINT8_MAX)
+HIDET_LIMITS(bool, false, true)
+#undef HIDET_LIMITS
+
+}  // namespace hidet
+
+// Defines the two symbols every kernel library exports besides its kernels (kernel_abi.h).
+#define HIDET_DEFINE_LIBRARY_EXPORTS()                                                              \
+  HIDET_KERNEL_EXPORT int32_t hidet_kernel_abi_version(void) { return HIDET_KERNEL_ABI_VERSION; } \
+  HIDET_KERNEL_EXPORT const char* hidet_kernel_last_error(void) { return hidet::last_error().c_str(); }

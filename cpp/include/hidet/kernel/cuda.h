@@ -1,0 +1,74 @@
+// Support code for CUDA kernel libraries: thread indexing, 16-bit float conversions and block-wide
+// reductions (warp shuffles, then one value per warp through shared memory).
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include "hidet/kernel/common.h"
+
+namespace hidet {
+
+__device__ __forceinline__ int64_t thread_idx() { return threadIdx.x; }
+__device__ __forceinline__ int64_t block_idx() { return blockIdx.x; }
+__device__ __forceinline__ int64_t grid_dim() { return gridDim.x; }
+__device__ __forceinline__ int64_t global_thread_idx() { return int64_t(blockIdx.x) * blockDim.x + threadIdx.x; }
+__device__ __forceinline__ int64_t global_threads() { return int64_t(gridDim.x) * blockDim.x; }
+
+__device__ __forceinline__ float to_float(__half h) { return __half2float(h); }
+__device__ __forceinline__ float to_float(__nv_bfloat16 h) { return __bfloat162float(h); }
+
+template <typename T>
+__device__ __forceinline__ T from_float(float f);
+template <>
+__device__ __forceinline__ __half from_float<__half>(float f) { return __float2half_rn(f); }
+template <>
+__device__ __forceinline__ __nv_bfloat16 from_float<__nv_bfloat16>(float f) { return __float2bfloat16_rn(f); }
+
+__device__ __forceinline__ float rsqrt(float x) { return ::rsqrtf(x); }
+__device__ __forceinline__ double rsqrt(double x) { return ::rsqrt(x); }
+
+// Shuffle any scalar: types narrower than 32 bits travel as int.
+template <typename T>
+__device__ __forceinline__ T shfl_down(T v, int offset) {
+  if constexpr (sizeof(T) < 4) {
+    return T(__shfl_down_sync(0xffffffffu, int(v), offset));
+  } else {
+    return __shfl_down_sync(0xffffffffu, v, offset);
+  }
+}
+
+// Combine `v` across the thread block with `op` (whose identity is `identity`); every thread of
+// the block must call it, and all get the result. Blocks are at most 1024 threads (32 warps).
+template <typename T, typename Op>
+__device__ T block_reduce(T v, Op op, T identity) {
+  __shared__ T warp_values[32];
+  __shared__ T result;
+  for (int offset = 16; offset > 0; offset >>= 1) v = op(v, shfl_down(v, offset));
+  int lane = threadIdx.x % 32, warp = threadIdx.x / 32, num_warps = (blockDim.x + 31) / 32;
+  if (lane == 0) warp_values[warp] = v;
+  __syncthreads();
+  if (warp == 0) {
+    v = lane < num_warps ? warp_values[lane] : identity;
+    for (int offset = 16; offset > 0; offset >>= 1) v = op(v, shfl_down(v, offset));
+    if (lane == 0) result = v;
+  }
+  __syncthreads();
+  T out = result;
+  __syncthreads();  // the shared slots may be reused by the next reduction
+  return out;
+}
+
+template <typename T>
+__device__ T block_reduce_sum(T v) { return block_reduce(v, [](T a, T b) { return T(a + b); }, T(0)); }
+template <typename T>
+__device__ T block_reduce_prod(T v) { return block_reduce(v, [](T a, T b) { return T(a * b); }, T(1)); }
+template <typename T>
+__device__ T block_reduce_max(T v) { return block_reduce(v, [](T a, T b) { return hidet::max(a, b); }, lowest<T>()); }
+template <typename T>
+__device__ T block_reduce_min(T v) { return block_reduce(v, [](T a, T b) { return hidet::min(a, b); }, highest<T>()); }
+__device__ inline bool block_reduce_or(bool v) { return block_reduce(v, [](bool a, bool b) { return a || b; }, false); }
+__device__ inline bool block_reduce_and(bool v) { return block_reduce(v, [](bool a, bool b) { return a && b; }, true); }
+
+}  // namespace hidet

@@ -1,0 +1,152 @@
+"""The on-disk kernel cache (DESIGN contract 6).
+
+A kernel library lives at ``<cache_dir>/kernels/<key[:2]>/<key>/lib.so`` with its source beside it
+(``source.cpp`` / ``source.cu``) and a ``meta.json``; the key is the sha256 of the source, the target,
+the arch, the compilers' versions, hidet's version and headers, and ``Options.cache_key()``.
+
+A hit is one ``stat``. A miss compiles into a temporary file in the entry's directory and
+``os.replace``-s it into place (atomic) while holding an ``fcntl.flock`` on the entry's lock file, so
+processes and threads building the same kernel at once compile it once and all get the same path.
+"""
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import json
+import os
+import shutil
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from typing import Dict, List, Optional, Sequence, Tuple
+
+from hidet import option
+from hidet.option import Options
+from hidet.version import __version__
+
+from .compiler import Toolchain, compile_library, toolchain, version_line
+
+KINDS = ('kernels',)  # tuning results and compiled graphs will join
+LIBRARY = 'lib.so'
+
+
+def kernel_key(source: str, tc: Toolchain, options: Options) -> str:
+    """The cache key of ``source`` built with ``tc`` under ``options``."""
+    resolved = options.replace(cuda_arch=tc.arch if tc.target == 'cuda' else None)  # None: the GPU's = tc.arch
+    digest = hashlib.sha256()
+    for part in (source, tc.key(), __version__, resolved.cache_key()):
+        data = part.encode()
+        digest.update(len(data).to_bytes(8, 'little') + data)
+    return digest.hexdigest()
+
+
+def entry_dir(key: str, options: Options) -> str:
+    return os.path.join(options.cache_dir, 'kernels', key[:2], key)
+
+
+@contextlib.contextmanager
+def _locked(path: str):
+    with open(path, 'a') as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
+def _write_atomic(path: str, text: str) -> None:
+    tmp = f'{path}.tmp{os.getpid()}-{threading.get_ident()}'
+    with open(tmp, 'w') as f:
+        f.write(text)
+    os.replace(tmp, path)
+
+
+def _build_entry(source: str, name: str, tc: Toolchain, key: str, options: Options) -> str:
+    """Compile one entry unless another process or thread did meanwhile; return its library path."""
+    directory = entry_dir(key, options)
+    lib = os.path.join(directory, LIBRARY)
+    os.makedirs(directory, exist_ok=True)
+    with _locked(os.path.join(directory, 'lock')):
+        if os.path.exists(lib):
+            return lib
+        src = os.path.join(directory, 'source' + tc.suffix)
+        _write_atomic(src, source)
+        tmp = f'{lib}.tmp{os.getpid()}-{threading.get_ident()}'
+        start = time.perf_counter()
+        try:
+            compile_library(tc, src, tmp, options)
+            os.replace(tmp, lib)
+        finally:
+            if os.path.exists(tmp):
+                os.remove(tmp)
+        meta = {'name': name, 'target': tc.target, 'arch': tc.arch, 'compiler': version_line(tc.version),
+                'command': tc.command(src, lib), 'hidet': __version__, 'build_seconds': time.perf_counter() - start}
+        _write_atomic(os.path.join(directory, 'meta.json'), json.dumps(meta, indent=2))
+    return lib
+
+
+def build_library(source: str, target: str, name: str, options: Optional[Options] = None) -> str:
+    """The path of a shared library built from ``source`` for ``target`` ('cpu' or 'cuda'), from the cache
+    when there; ``name`` only labels the entry and messages. Raises CompilationError on failure."""
+    return build_libraries([(source, target, name)], options)[0]
+
+
+def build_libraries(jobs: Sequence[Tuple[str, str, str]], options: Optional[Options] = None) -> List[str]:
+    """Paths of the libraries of ``jobs`` ((source, target, name) each), in order. Cache hits are resolved
+    first; the missing ones compile in parallel on options.num_build_workers threads, with a progress bar
+    when more than one compiles. If some fail, the others still finish, then the first failure is raised."""
+    options = options or option.current()
+    toolchains = {target: toolchain(target, options) for target in dict.fromkeys(job[1] for job in jobs)}
+    keys, missing = [], {}  # missing: key -> (source, name, toolchain)
+    for source, target, name in jobs:
+        tc = toolchains[target]
+        key = kernel_key(source, tc, options)
+        keys.append(key)
+        if key not in missing and not os.path.exists(os.path.join(entry_dir(key, options), LIBRARY)):
+            missing[key] = (source, name, tc)
+    if missing:
+        _compile_missing(missing, options)
+    return [os.path.join(entry_dir(key, options), LIBRARY) for key in keys]
+
+
+def _compile_missing(missing: Dict[str, tuple], options: Options) -> None:
+    from tqdm import tqdm
+
+    workers = (options.num_build_workers or os.cpu_count() or 1) if options.parallel_build else 1
+    with ThreadPoolExecutor(max_workers=min(workers, len(missing))) as pool:
+        futures = {key: pool.submit(_build_entry, source, name, tc, key, options)
+                   for key, (source, name, tc) in missing.items()}
+        with tqdm(total=len(futures), desc=f'Compiling {len(futures)} kernels', disable=len(futures) <= 1,
+                  leave=False) as bar:
+            for _ in as_completed(futures.values()):
+                bar.update(1)
+    errors = [f.exception() for f in futures.values() if f.exception() is not None]
+    if errors:  # the first failure in job order, after the other builds finished (and were cached)
+        raise errors[0]
+
+
+def _kind_dir(kind: str, options: Options) -> str:
+    if kind not in KINDS:
+        raise ValueError(f'unknown cache kind {kind!r}: expected one of {KINDS} or "all"')
+    return os.path.join(options.cache_dir, kind)
+
+
+def clear(kind: str = 'kernels', options: Optional[Options] = None) -> None:
+    """Remove the cached entries of ``kind`` ('kernels' or 'all') from the cache directory."""
+    options = options or option.current()
+    for k in KINDS if kind == 'all' else (kind,):
+        shutil.rmtree(_kind_dir(k, options), ignore_errors=True)
+
+
+def status(kind: str = 'kernels', options: Optional[Options] = None) -> dict:
+    """{'path', 'entries', 'bytes'} of the cached ``kind``: entries counts built libraries."""
+    options = options or option.current()
+    path = _kind_dir(kind, options)
+    entries, size = 0, 0
+    for root, _, files in os.walk(path):
+        entries += LIBRARY in files
+        for f in files:
+            with contextlib.suppress(OSError):
+                size += os.path.getsize(os.path.join(root, f))
+    return {'path': path, 'entries': entries, 'bytes': size}

@@ -1,0 +1,247 @@
+"""Compiler drivers: g++ for CPU kernel libraries, nvcc for CUDA ones (DESIGN contracts 1, 2, 5).
+
+A ``Toolchain`` is everything about the compiler that changes what gets built — the command, the
+compilers' version output and the arch — resolved once from ``Options`` and hashed into the cache key.
+"""
+from __future__ import annotations
+
+import functools
+import hashlib
+import os
+import platform
+import shlex
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from typing import List, Optional, Tuple
+
+from hidet import option
+from hidet.option import Options, normalize_cuda_arch
+
+TARGETS = ('cpu', 'cuda')
+SYSTEM_NVCC = '/usr/local/cuda/bin/nvcc'
+# where the PyPI packages put nvcc inside site-packages: nvidia-cuda-nvcc-cu12, and CUDA 13's nvidia-cuda-nvcc
+PIP_NVCC_PATHS = (('nvidia', 'cuda_nvcc', 'bin', 'nvcc'), ('nvidia', 'cu13', 'bin', 'nvcc'))
+OUTPUT_LIMIT = 4000  # characters of compiler output kept in a CompilationError
+
+
+class CompilerNotFoundError(RuntimeError):
+    """No compiler for a target could be found."""
+
+
+class CompilationError(RuntimeError):
+    """A compiler failed. Carries the command, its output and where the source was kept."""
+
+    def __init__(self, command: List[str], output: str, source_path: str):
+        self.command, self.output, self.source_path = command, output, source_path
+        shown = output if len(output) <= OUTPUT_LIMIT else '...' + output[-OUTPUT_LIMIT:]
+        super().__init__(
+            f'compilation failed\n  command: {shlex.join(command)}\n  source kept at: {source_path}\n'
+            f'compiler output:\n{shown.rstrip()}'
+        )
+
+
+def include_dir() -> str:
+    """hidet's headers (hidet/kernel_abi.h, ...), shipped inside the package."""
+    import hidet
+
+    return os.path.join(os.path.dirname(hidet.__file__), 'include')
+
+
+@functools.lru_cache(maxsize=None)
+def headers_digest(inc: str) -> str:
+    """sha256 of hidet's headers: kernels include them, so they are part of the cache key."""
+    digest = hashlib.sha256()
+    for root, _, files in sorted(os.walk(inc)):
+        for name in sorted(files):
+            path = os.path.join(root, name)
+            with open(path, 'rb') as f:
+                digest.update(os.path.relpath(path, inc).encode() + b'\0' + f.read())
+    return digest.hexdigest()
+
+
+def _executable(path: Optional[str]) -> Optional[str]:
+    return path if path and os.path.isfile(path) and os.access(path, os.X_OK) else None
+
+
+def find_nvcc(options: Optional[Options] = None) -> str:
+    """The nvcc to use: options.nvcc / HIDET_NVCC, $CUDA_HOME/bin/nvcc, nvcc on PATH,
+    /usr/local/cuda/bin/nvcc, then the PyPI package nvidia-cuda-nvcc-cu12 inside site-packages."""
+    options = options or option.current()
+    if options.nvcc:
+        if not _executable(options.nvcc):
+            raise CompilerNotFoundError(f'nvcc set by hidet.option / HIDET_NVCC is not an executable: {options.nvcc}')
+        return options.nvcc
+    cuda_home = os.environ.get('CUDA_HOME') or os.environ.get('CUDA_PATH')
+    candidates = [
+        ('$CUDA_HOME/bin/nvcc', os.path.join(cuda_home, 'bin', 'nvcc') if cuda_home else None),
+        ('nvcc on PATH', shutil.which('nvcc')),
+        ('the system CUDA toolkit', SYSTEM_NVCC),
+    ]
+    for root in dict.fromkeys(p for p in sys.path if p and os.path.isdir(p)):
+        candidates += [('pip package nvidia-cuda-nvcc', os.path.join(root, *rel)) for rel in PIP_NVCC_PATHS]
+    for _, path in candidates:
+        if _executable(path):
+            return path
+    looked = '\n'.join(f'  - {where}: {path or "not set / not found"}' for where, path in candidates)
+    raise CompilerNotFoundError(
+        'nvcc (the CUDA compiler) was not found. Looked at, in order:\n'
+        f'  - hidet.option nvcc / HIDET_NVCC: not set\n{looked}\n'
+        'Install it with `pip install nvidia-cuda-nvcc-cu12`, or set HIDET_NVCC to the nvcc to use '
+        '(or CUDA_HOME to a CUDA toolkit).'
+    )
+
+
+def find_cxx() -> List[str]:
+    """The C++ compiler command: $CXX (may hold flags) or g++."""
+    command = shlex.split(os.environ.get('CXX', '')) or ['g++']
+    path = shutil.which(command[0])
+    if path is None:
+        raise CompilerNotFoundError(
+            f'the C++ compiler {command[0]!r} ($CXX, default g++) was not found on PATH; '
+            'install g++ (e.g. `apt-get install g++`) or set CXX'
+        )
+    return [path] + command[1:]
+
+
+@functools.lru_cache(maxsize=None)
+def compiler_version(path: str) -> str:
+    """The output of ``path --version`` (run once per compiler per process)."""
+    try:
+        done = subprocess.run([path, '--version'], capture_output=True, text=True, timeout=60)
+    except OSError as e:
+        raise CompilerNotFoundError(f'cannot run {path}: {e}') from e
+    return done.stdout.strip() or done.stderr.strip()
+
+
+def version_line(version: str) -> str:
+    """The line naming the version: nvcc's first line is the same for all releases, so take its 'release' line."""
+    lines = version.splitlines() or ['']
+    return next((ln for ln in lines if 'release' in ln), lines[0])
+
+
+@functools.lru_cache(maxsize=None)
+def host_cpu() -> str:
+    """The host CPU (model and feature flags), for the cache key of CPU kernels built with -march=native."""
+    info = {}
+    try:
+        with open('/proc/cpuinfo') as f:
+            for line in f:
+                if not line.strip():  # the first processor is enough
+                    break
+                key, _, value = line.partition(':')
+                info.setdefault(key.strip(), value.strip())
+    except OSError:
+        pass
+    model = info.get('model name') or platform.processor()
+    return f"{platform.machine()} {model} [{info.get('flags') or info.get('Features', '')}]"
+
+
+def cuda_arch(options: Optional[Options] = None) -> str:
+    """'sm_XX' to build for: options.cuda_arch / HIDET_CUDA_ARCH, else the current GPU (through torch)."""
+    options = options or option.current()
+    if options.cuda_arch:
+        return options.cuda_arch
+    try:
+        import torch
+
+        if torch.cuda.is_available():
+            return normalize_cuda_arch('%d%d' % torch.cuda.get_device_capability())
+    except ImportError:
+        pass
+    raise RuntimeError(
+        'cannot tell which CUDA arch to build for: no GPU is visible. Set it with '
+        "hidet.option.context(cuda_arch='sm_90') or the environment variable HIDET_CUDA_ARCH=sm_90"
+    )
+
+
+def _pip_cuda_flags(nvcc: str) -> List[str]:
+    """Extra flags for nvcc from nvidia-cuda-nvcc-cu12, whose headers and cudart live in sibling packages."""
+    nvidia = os.path.dirname(os.path.dirname(os.path.dirname(nvcc)))
+    if os.path.basename(os.path.dirname(os.path.dirname(nvcc))) != 'cuda_nvcc' or os.path.basename(nvidia) != 'nvidia':
+        return []
+    flags = [f'-I{os.path.join(nvidia, p, "include")}' for p in ('cuda_runtime', 'cuda_cccl')
+             if os.path.isdir(os.path.join(nvidia, p, 'include'))]
+    lib = os.path.join(nvidia, 'cuda_runtime', 'lib')
+    if os.path.isdir(lib):
+        flags += [f'-L{lib}']
+        if not os.path.exists(os.path.join(lib, 'libcudart_static.a')):
+            flags += ['--cudart', 'shared', f'-Xlinker=-rpath={lib}']
+    return flags
+
+
+@dataclass(frozen=True)
+class Toolchain:
+    """How kernel libraries of one target are built."""
+
+    target: str  # 'cpu' | 'cuda'
+    arch: str  # 'sm_90', ... for cuda; the host CPU for cpu (-march=native)
+    compiler: Tuple[str, ...]  # the command prefix
+    flags: Tuple[str, ...]  # flags before -o
+    version: str  # the compilers' --version output (nvcc's and its host compiler's for cuda)
+    headers: str  # digest of hidet's headers
+
+    @property
+    def suffix(self) -> str:
+        return '.cu' if self.target == 'cuda' else '.cpp'
+
+    def command(self, source_path: str, output_path: str) -> List[str]:
+        return [*self.compiler, *self.flags, '-o', output_path, source_path]
+
+    def key(self) -> str:
+        """What of the toolchain goes into the cache key."""
+        return '\n'.join([self.target, self.arch, self.version, self.headers, ' '.join(self.flags)])
+
+
+def toolchain(target: str, options: Optional[Options] = None) -> Toolchain:
+    """Resolve the compiler, arch and flags for ``target`` ('cpu' or 'cuda')."""
+    options = options or option.current()
+    inc = include_dir()
+    if target == 'cpu':
+        cxx = find_cxx()
+        flags = ('-O3', '-march=native', '-fopenmp', '-fPIC', '-shared', '-std=c++17', '-I', inc,
+                 # never unloaded: dlclose-ing the last user of libgomp would unmap it under its idle threads
+                 '-Wl,-z,nodelete')
+        return Toolchain('cpu', host_cpu(), tuple(cxx), flags, compiler_version(cxx[0]), headers_digest(inc))
+    if target == 'cuda':
+        nvcc, cxx = find_nvcc(options), find_cxx()
+        sm = cuda_arch(options)[len('sm_'):]
+        flags = [
+            '-O3', '-std=c++17', '-shared', '-Xcompiler', '-fPIC', '-lineinfo',
+            '-gencode', f'arch=compute_{sm},code=sm_{sm}',  # SASS for the arch
+            '-gencode', f'arch=compute_{sm},code=compute_{sm}',  # and PTX (DESIGN contract 2)
+            '-Xlinker', '--exclude-libs,ALL',  # the static cudart stays private to the library
+            '-I', inc, *_pip_cuda_flags(nvcc),
+        ]
+        if len(cxx) == 1:
+            flags += ['-ccbin', cxx[0]]
+        version = compiler_version(nvcc) + '\n' + compiler_version(cxx[0])
+        return Toolchain('cuda', f'sm_{sm}', (nvcc,), tuple(flags), version, headers_digest(inc))
+    raise ValueError(f'unknown target {target!r}: expected one of {TARGETS}')
+
+
+def compile_library(tc: Toolchain, source_path: str, output_path: str, options: Optional[Options] = None) -> None:
+    """Compile ``source_path`` into the shared library ``output_path``; raise CompilationError on failure.
+
+    With options.debug_keep_source, the compilers' intermediate files (PTX, cubin, preprocessed source)
+    are kept in ``intermediates/`` beside the source."""
+    options = options or option.current()
+    source_path, output_path = os.path.abspath(source_path), os.path.abspath(output_path)
+    command, cwd = tc.command(source_path, output_path), None
+    if options.debug_keep_source:
+        cwd = os.path.join(os.path.dirname(output_path), 'intermediates')
+        os.makedirs(cwd, exist_ok=True)
+        keep = ['--keep', '--keep-dir', cwd] if tc.target == 'cuda' else ['-save-temps=cwd']
+        command[len(tc.compiler):len(tc.compiler)] = keep
+    if options.verbose_build:
+        print(f'[hidet] {shlex.join(command)}', file=sys.stderr)
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, errors='replace', cwd=cwd)
+    except OSError as e:
+        raise CompilationError(command, str(e), source_path) from e
+    output = done.stderr + done.stdout
+    if options.verbose_build and output.strip():
+        print(output, file=sys.stderr)
+    if done.returncode != 0:
+        raise CompilationError(command, output, source_path)

@@ -1,0 +1,177 @@
+"""Elementwise operators: unary math and activations, binary arithmetic/comparison/logic with
+broadcasting, where, clamp and cast. Each builds one compute definition; the auto-scheduler
+turns it into a kernel."""
+from __future__ import annotations
+
+import math
+from typing import Callable, Union
+
+from hidet.graph.operator import Operator
+from hidet.graph.ops.utils import broadcast_indices, broadcast_shapes, input_node
+from hidet.graph.tensor import Tensor
+from hidet.ir.compute import compute
+from hidet.ir.dtypes import boolean, data_type, float32
+from hidet.ir.expr import Expr, binary, call, cast, convert, logical_not, maximum, minimum, select
+from hidet.ir.task import Task
+
+Scalar = Union[int, float, bool]
+
+
+class UnaryElementwiseOp(Operator):
+    def __init__(self, x: Tensor, fn: Callable[[Expr], Expr], name: str, attrs=None):
+        a = input_node('x', x)
+        out = compute('y', a.shape, lambda *i: fn(a[i]))
+        super().__init__([x], dict(attrs or {}, op=name), Task(name, [a], [out]))
+
+
+class BinaryElementwiseOp(Operator):
+    def __init__(self, x: Tensor, y: Tensor, fn: Callable[[Expr, Expr], Expr], name: str):
+        a, b = input_node('x', x), input_node('y', y)
+        shape = broadcast_shapes(name, a.shape, b.shape)
+        out = compute('z', shape, lambda *i: fn(a[broadcast_indices(i, a.shape)], b[broadcast_indices(i, b.shape)]))
+        super().__init__([x, y], {'op': name}, Task(name, [a, b], [out]))
+
+
+class WhereOp(Operator):
+    def __init__(self, cond: Tensor, x: Tensor, y: Tensor):
+        c, a, b = input_node('c', cond), input_node('x', x), input_node('y', y)
+        shape = broadcast_shapes('where', c.shape, a.shape, b.shape)
+        out = compute('z', shape, lambda *i: select(cast(c[broadcast_indices(i, c.shape)], boolean),
+                                                    a[broadcast_indices(i, a.shape)],
+                                                    b[broadcast_indices(i, b.shape)]))
+        super().__init__([cond, x, y], {}, Task('where', [c, a, b], [out]))
+
+
+def _float(e: Expr) -> Expr:
+    """Integer and bool inputs of floating-point math become float32, as in torch."""
+    return e if e.dtype.is_float() else cast(e, float32)
+
+
+def unary(x: Tensor, fn: Callable[[Expr], Expr], name: str) -> Tensor:
+    return UnaryElementwiseOp(x, fn, name).get_output(0)
+
+
+def _binary(x, y, fn: Callable[[Expr, Expr], Expr], name: str) -> Tensor:
+    if isinstance(x, Tensor) and isinstance(y, Tensor):
+        return BinaryElementwiseOp(x, y, fn, name).get_output(0)
+    if isinstance(x, Tensor):
+        return UnaryElementwiseOp(x, lambda a: fn(a, y), name, {'scalar': y}).get_output(0)
+    if isinstance(y, Tensor):
+        return UnaryElementwiseOp(y, lambda b: fn(x, b), name, {'scalar': x}).get_output(0)
+    raise TypeError(f'{name}: expected at least one hidet.Tensor, got {type(x).__name__} and {type(y).__name__}')
+
+
+# ---------------------------------------------------------------- unary math
+def neg(x: Tensor) -> Tensor: return unary(x, lambda a: -a, 'neg')
+def abs(x: Tensor) -> Tensor: return unary(x, lambda a: a if a.dtype.is_boolean() else call('abs', a), 'abs')  # noqa: A001
+def exp(x: Tensor) -> Tensor: return unary(x, lambda a: call('exp', _float(a)), 'exp')
+def log(x: Tensor) -> Tensor: return unary(x, lambda a: call('log', _float(a)), 'log')
+def sqrt(x: Tensor) -> Tensor: return unary(x, lambda a: call('sqrt', _float(a)), 'sqrt')
+def rsqrt(x: Tensor) -> Tensor: return unary(x, lambda a: call('rsqrt', _float(a)), 'rsqrt')
+def sin(x: Tensor) -> Tensor: return unary(x, lambda a: call('sin', _float(a)), 'sin')
+def cos(x: Tensor) -> Tensor: return unary(x, lambda a: call('cos', _float(a)), 'cos')
+def tanh(x: Tensor) -> Tensor: return unary(x, lambda a: call('tanh', _float(a)), 'tanh')
+def erf(x: Tensor) -> Tensor: return unary(x, lambda a: call('erf', _float(a)), 'erf')
+def floor(x: Tensor) -> Tensor: return unary(x, lambda a: call('floor', a) if a.dtype.is_float() else a, 'floor')
+def ceil(x: Tensor) -> Tensor: return unary(x, lambda a: call('ceil', a) if a.dtype.is_float() else a, 'ceil')
+def round(x: Tensor) -> Tensor: return unary(x, lambda a: call('round', a) if a.dtype.is_float() else a, 'round')  # noqa: A001
+def logical_not_(x: Tensor) -> Tensor: return unary(x, lambda a: logical_not(cast(a, boolean)), 'logical_not')
+def isnan(x: Tensor) -> Tensor: return unary(x, lambda a: call('isnan', a, dtype=boolean), 'isnan')
+
+
+def cast_(x: Tensor, dtype) -> Tensor:
+    dtype = data_type(dtype)
+    return x if x.dtype == dtype else unary(x, lambda a: cast(a, dtype), f'cast_{dtype.short_name}')
+
+
+# ---------------------------------------------------------------- activations
+def _sigmoid(a: Expr) -> Expr:
+    return 1.0 / (1.0 + call('exp', -a))
+
+
+def relu(x: Tensor) -> Tensor: return unary(x, lambda a: maximum(a, 0), 'relu')
+def sigmoid(x: Tensor) -> Tensor: return unary(x, lambda a: _sigmoid(_float(a)), 'sigmoid')
+def silu(x: Tensor) -> Tensor: return unary(x, lambda a: _float(a) * _sigmoid(_float(a)), 'silu')
+
+
+def gelu(x: Tensor, approximate: str = 'none') -> Tensor:
+    if approximate == 'tanh':
+        k = math.sqrt(2.0 / math.pi)
+        return unary(x, lambda a: 0.5 * a * (1.0 + call('tanh', k * (a + 0.044715 * a * a * a))), 'gelu_tanh')
+    if approximate != 'none':
+        raise ValueError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
+    return unary(x, lambda a: 0.5 * a * (1.0 + call('erf', a * (1.0 / math.sqrt(2.0)))), 'gelu')
+
+
+def hardswish(x: Tensor) -> Tensor:
+    return unary(x, lambda a: a * minimum(maximum(a + 3.0, 0.0), 6.0) / 6.0, 'hardswish')
+
+
+def leaky_relu(x: Tensor, negative_slope: float = 0.01) -> Tensor:
+    return UnaryElementwiseOp(x, lambda a: select(a > 0, a, a * negative_slope), 'leaky_relu',
+                              {'negative_slope': negative_slope}).get_output(0)
+
+
+def clamp(x: Tensor, min: Scalar = None, max: Scalar = None) -> Tensor:  # noqa: A002
+    if min is None and max is None:
+        raise ValueError('clamp: give at least one of min and max')
+
+    def fn(a: Expr) -> Expr:
+        if min is not None:
+            a = maximum(a, min)
+        if max is not None:
+            a = minimum(a, max)
+        return a
+
+    return UnaryElementwiseOp(x, fn, 'clamp', {'min': min, 'max': max}).get_output(0)
+
+
+# ---------------------------------------------------------------- binary
+def add(x, y) -> Tensor: return _binary(x, y, lambda a, b: a + b, 'add')
+def subtract(x, y) -> Tensor: return _binary(x, y, lambda a, b: a - b, 'subtract')
+def multiply(x, y) -> Tensor: return _binary(x, y, lambda a, b: a * b, 'multiply')
+
+
+def divide(x, y) -> Tensor:
+    """True division: integer operands give float32, as torch."""
+    def fn(a, b):
+        a, b = convert(a), convert(b)
+        if not a.dtype.is_float() and not b.dtype.is_float():
+            a, b = cast(a, float32), cast(b, float32)
+        return a / b
+
+    return _binary(x, y, fn, 'divide')
+
+
+def pow(x, y) -> Tensor:  # noqa: A001
+    return _binary(x, y, lambda a, b: call('pow', *_pow_operands(a, b)), 'pow')
+
+
+def _pow_operands(a, b):
+    a, b = convert(a), convert(b)
+    dtype = binary('+', a, b).dtype
+    if not dtype.is_float():
+        raise NotImplementedError('pow of integer tensors is not supported yet; cast to a float dtype')
+    return cast(a, dtype), cast(b, dtype)
+
+
+def maximum_(x, y) -> Tensor: return _binary(x, y, maximum, 'maximum')
+def minimum_(x, y) -> Tensor: return _binary(x, y, minimum, 'minimum')
+def equal(x, y) -> Tensor: return _binary(x, y, lambda a, b: binary('==', a, b), 'equal')
+def not_equal(x, y) -> Tensor: return _binary(x, y, lambda a, b: binary('!=', a, b), 'not_equal')
+def less(x, y) -> Tensor: return _binary(x, y, lambda a, b: binary('<', a, b), 'less')
+def less_equal(x, y) -> Tensor: return _binary(x, y, lambda a, b: binary('<=', a, b), 'less_equal')
+def greater(x, y) -> Tensor: return _binary(x, y, lambda a, b: binary('>', a, b), 'greater')
+def greater_equal(x, y) -> Tensor: return _binary(x, y, lambda a, b: binary('>=', a, b), 'greater_equal')
+
+
+def logical_and(x, y) -> Tensor:
+    return _binary(x, y, lambda a, b: binary('&&', cast(a, boolean), cast(b, boolean)), 'logical_and')
+
+
+def logical_or(x, y) -> Tensor:
+    return _binary(x, y, lambda a, b: binary('||', cast(a, boolean), cast(b, boolean)), 'logical_or')
+
+
+def where(cond: Tensor, x: Tensor, y: Tensor) -> Tensor:
+    return WhereOp(cond, x, y).get_output(0)

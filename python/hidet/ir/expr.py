@@ -1,0 +1,232 @@
+"""Scalar expressions of the tensor-program IR.
+
+Expressions are immutable trees. Python operators build them (``a + b``, ``a < b``); functions
+below build the rest (``select``, ``cast``, ``call``, ``logical_and``, …). Every expression has a
+``dtype``; index arithmetic is ``int64``. ``==`` keeps its Python meaning (identity) so expressions
+can be dict keys: use :func:`equal` for the IR comparison.
+"""
+from __future__ import annotations
+
+from typing import Sequence, Tuple, Union
+
+from hidet.ir.dtypes import DataType, boolean, data_type, float32, int64
+
+ExprLike = Union['Expr', int, float, bool]
+
+# Binary operators: the C spelling is the op itself ('max'/'min' are functions).
+ARITH_OPS = ('+', '-', '*', '/', '%', 'max', 'min')
+COMPARE_OPS = ('<', '<=', '>', '>=', '==', '!=')
+LOGIC_OPS = ('&&', '||')
+BITWISE_OPS = ('&', '|', '^')
+
+
+class Expr:
+    dtype: DataType
+
+    def __add__(self, other): return binary('+', self, other)
+    def __radd__(self, other): return binary('+', other, self)
+    def __sub__(self, other): return binary('-', self, other)
+    def __rsub__(self, other): return binary('-', other, self)
+    def __mul__(self, other): return binary('*', self, other)
+    def __rmul__(self, other): return binary('*', other, self)
+    def __truediv__(self, other): return binary('/', self, other)
+    def __rtruediv__(self, other): return binary('/', other, self)
+    def __floordiv__(self, other): return binary('/', self, other)  # integer operands: C division
+    def __mod__(self, other): return binary('%', self, other)
+    def __neg__(self): return Unary('-', self)
+    def __lt__(self, other): return binary('<', self, other)
+    def __le__(self, other): return binary('<=', self, other)
+    def __gt__(self, other): return binary('>', self, other)
+    def __ge__(self, other): return binary('>=', self, other)
+    __hash__ = object.__hash__
+
+    def __bool__(self):
+        raise TypeError('an IR expression has no truth value; use hidet.ir.expr.select/logical_and')
+
+    def __repr__(self) -> str:
+        from hidet.ir.printer import expr_text
+
+        return expr_text(self)
+
+
+class Var(Expr):
+    """A named scalar (loop index, symbolic dimension) or, with ``pointer=True``, a buffer address."""
+
+    def __init__(self, name: str, dtype=int64, pointer: bool = False):
+        self.name = name
+        self.dtype = data_type(dtype)
+        self.pointer = pointer
+
+
+class Constant(Expr):
+    def __init__(self, value, dtype):
+        self.dtype = data_type(dtype)
+        if self.dtype.is_boolean():
+            value = bool(value)
+        elif self.dtype.is_integer():
+            value = int(value)
+        else:
+            value = float(value)
+        self.value = value
+
+
+class Binary(Expr):
+    def __init__(self, op: str, a: Expr, b: Expr, dtype: DataType):
+        self.op, self.a, self.b, self.dtype = op, a, b, dtype
+
+
+class Unary(Expr):
+    def __init__(self, op: str, a: Expr):
+        self.op, self.a = op, a
+        self.dtype = boolean if op == '!' else a.dtype
+
+
+class Call(Expr):
+    """A math function: exp, log, sqrt, rsqrt, sin, cos, tanh, erf, pow, abs, floor, ceil, round, …"""
+
+    def __init__(self, func: str, args: Sequence[Expr], dtype: DataType):
+        self.func, self.args, self.dtype = func, tuple(args), dtype
+
+
+class Cast(Expr):
+    def __init__(self, a: Expr, dtype):
+        self.a, self.dtype = a, data_type(dtype)
+
+
+class Select(Expr):
+    def __init__(self, cond: Expr, t: Expr, f: Expr):
+        self.cond, self.t, self.f = cond, t, f
+        self.dtype = t.dtype
+
+
+class TensorElement(Expr):
+    """``tensor[indices]`` of a compute-definition tensor (hidet.ir.compute.TensorNode)."""
+
+    def __init__(self, tensor, indices: Sequence[Expr]):
+        self.tensor = tensor
+        self.indices = tuple(convert(i, int64) for i in indices)
+        self.dtype = tensor.dtype
+
+
+def convert(value: ExprLike, dtype=None) -> Expr:
+    """An Expr for a Python scalar (typed ``dtype``, else bool/int64/float32) or the Expr itself."""
+    if isinstance(value, Expr):
+        return value
+    if dtype is None:
+        dtype = boolean if isinstance(value, bool) else int64 if isinstance(value, int) else float32
+    return Constant(value, dtype)
+
+
+_float_rank = {'float16': 1, 'bfloat16': 1, 'float32': 2, 'float64': 3}
+
+
+def promote(a: DataType, b: DataType) -> DataType:
+    """The dtype of a binary arithmetic result, following torch's promotion between tensors."""
+    if a == b:
+        return a
+    if a.is_float() or b.is_float():
+        if a.is_float() and b.is_float():
+            if {a.name, b.name} == {'float16', 'bfloat16'}:
+                return float32
+            return a if _float_rank[a.name] > _float_rank[b.name] else b
+        return a if a.is_float() else b
+    if a.is_boolean():
+        return b
+    if b.is_boolean():
+        return a
+    if a.kind == b.kind:
+        return a if a.nbytes > b.nbytes else b
+    signed, unsigned = (a, b) if a.kind == 'int' else (b, a)
+    return signed if signed.nbytes > unsigned.nbytes else data_type(f'int{min(unsigned.nbytes * 16, 64)}')
+
+
+def _scalar_dtype(value, other: DataType) -> DataType:
+    """The dtype a Python scalar takes beside a tensor operand of dtype ``other`` (torch's rule: the
+    tensor's dtype wins unless the scalar is of a higher kind)."""
+    if isinstance(value, bool):
+        return other
+    if isinstance(value, int):
+        return int64 if other.is_boolean() else other
+    return other if other.is_float() else float32
+
+
+def binary(op: str, a: ExprLike, b: ExprLike) -> Expr:
+    """``a op b``; a Python scalar operand takes its dtype from the other operand as in torch."""
+    if not isinstance(a, Expr) and not isinstance(b, Expr):
+        raise TypeError('binary needs at least one IR expression')
+    if not isinstance(a, Expr):
+        a = convert(a, _scalar_dtype(a, b.dtype))
+    if not isinstance(b, Expr):
+        b = convert(b, _scalar_dtype(b, a.dtype))
+    if op in COMPARE_OPS or op in LOGIC_OPS:
+        return Binary(op, a, b, boolean)
+    return Binary(op, a, b, promote(a.dtype, b.dtype))
+
+
+def equal(a: ExprLike, b: ExprLike) -> Expr:
+    return binary('==', a, b)
+
+
+def not_equal(a: ExprLike, b: ExprLike) -> Expr:
+    return binary('!=', a, b)
+
+
+def logical_and(*conds: Expr) -> Expr:
+    result = conds[0]
+    for c in conds[1:]:
+        result = binary('&&', result, c)
+    return result
+
+
+def logical_or(*conds: Expr) -> Expr:
+    result = conds[0]
+    for c in conds[1:]:
+        result = binary('||', result, c)
+    return result
+
+
+def logical_not(a: Expr) -> Expr:
+    return Unary('!', a)
+
+
+def maximum(a: ExprLike, b: ExprLike) -> Expr:
+    return binary('max', a, b)
+
+
+def minimum(a: ExprLike, b: ExprLike) -> Expr:
+    return binary('min', a, b)
+
+
+def select(cond: Expr, t: ExprLike, f: ExprLike) -> Expr:
+    if isinstance(t, Expr) and not isinstance(f, Expr):
+        f = convert(f, t.dtype)
+    elif isinstance(f, Expr) and not isinstance(t, Expr):
+        t = convert(t, f.dtype)
+    t, f = convert(t), convert(f)
+    if t.dtype != f.dtype:
+        dtype = promote(t.dtype, f.dtype)
+        t, f = cast(t, dtype), cast(f, dtype)
+    return Select(cond, t, f)
+
+
+def cast(a: ExprLike, dtype) -> Expr:
+    a = convert(a)
+    dtype = data_type(dtype)
+    return a if a.dtype == dtype else Cast(a, dtype)
+
+
+def call(func: str, *args: ExprLike, dtype=None) -> Expr:
+    """A math function call; the result has the first argument's dtype unless ``dtype`` is given."""
+    exprs = [convert(a) for a in args]
+    return Call(func, exprs, exprs[0].dtype if dtype is None else data_type(dtype))
+
+
+def index_vars(names: Sequence[str]) -> Tuple[Var, ...]:
+    return tuple(Var(n, int64) for n in names)
+
+
+class BufferLoad(Expr):
+    """``buffer[index]``: a load from a kernel parameter at a flat element index (after scheduling)."""
+
+    def __init__(self, buffer: Var, index: Expr, dtype: DataType):
+        self.buffer, self.index, self.dtype = buffer, convert(index, int64), dtype

@@ -1,0 +1,98 @@
+"""Generic traversals of expression trees, written once: children, collection and rewriting."""
+from __future__ import annotations
+
+from typing import Callable, Dict, List, Optional
+
+from hidet.ir.compute import GridCompute, ReduceCompute, TensorNode
+from hidet.ir.expr import Binary, Call, Cast, Constant, Expr, Select, TensorElement, Unary, Var
+
+
+def children(node) -> tuple:
+    """The sub-nodes of an expression (a TensorElement's tensor included) or of a TensorNode."""
+    if isinstance(node, (Var, Constant)):
+        return ()
+    if isinstance(node, Binary):
+        return node.a, node.b
+    if isinstance(node, (Unary, Cast)):
+        return (node.a,)
+    if isinstance(node, Call):
+        return node.args
+    if isinstance(node, Select):
+        return node.cond, node.t, node.f
+    if isinstance(node, TensorElement):
+        return (node.tensor,) + node.indices
+    if isinstance(node, ReduceCompute):
+        return (node.value,)
+    if isinstance(node, TensorNode):
+        return () if node.definition is None else (node.definition.value,)
+    raise TypeError(f'unknown IR node {type(node).__name__}')
+
+
+def collect(root, node_type) -> List:
+    """Every distinct node of ``node_type`` reachable from ``root`` (pre-order, first visit)."""
+    seen, found, stack = set(), [], [root]
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        if isinstance(node, node_type):
+            found.append(node)
+        stack.extend(reversed(children(node)))
+    return found
+
+
+def rewrite(expr: Expr, fn: Callable[[Expr], Optional[Expr]]) -> Expr:
+    """Rebuild ``expr`` bottom-up; ``fn(node)`` may return a replacement (after children are rewritten)."""
+    memo: Dict[int, Expr] = {}
+
+    def visit(e: Expr) -> Expr:
+        if id(e) in memo:
+            return memo[id(e)]
+        if isinstance(e, (Var, Constant)):
+            new = e
+        elif isinstance(e, Binary):
+            a, b = visit(e.a), visit(e.b)
+            new = e if (a, b) == (e.a, e.b) else Binary(e.op, a, b, e.dtype)
+        elif isinstance(e, Unary):
+            a = visit(e.a)
+            new = e if a is e.a else Unary(e.op, a)
+        elif isinstance(e, Cast):
+            a = visit(e.a)
+            new = e if a is e.a else Cast(a, e.dtype)
+        elif isinstance(e, Call):
+            args = tuple(visit(a) for a in e.args)
+            new = e if args == e.args else Call(e.func, args, e.dtype)
+        elif isinstance(e, Select):
+            c, t, f = visit(e.cond), visit(e.t), visit(e.f)
+            new = e if (c, t, f) == (e.cond, e.t, e.f) else Select(c, t, f)
+        elif isinstance(e, TensorElement):
+            idx = tuple(visit(i) for i in e.indices)
+            new = e if idx == e.indices else TensorElement(e.tensor, idx)
+        elif isinstance(e, ReduceCompute):
+            v = visit(e.value)
+            new = e if v is e.value else ReduceCompute(e.axes, e.shape, v, e.kind, e.acc_dtype, e.dtype)
+        else:
+            raise TypeError(f'unknown IR node {type(e).__name__}')
+        replaced = fn(new)
+        memo[id(e)] = new if replaced is None else replaced
+        return memo[id(e)]
+
+    return visit(expr)
+
+
+def substitute(expr: Expr, mapping: Dict[Var, Expr]) -> Expr:
+    return rewrite(expr, lambda e: mapping.get(e) if isinstance(e, Var) else None)
+
+
+def inline_computes(expr: Expr) -> Expr:
+    """Replace reads of computed (non-input) tensors by their definitions, so only input tensors
+    are read: the whole task becomes one expression per output element."""
+
+    def fn(e: Expr) -> Optional[Expr]:
+        if isinstance(e, TensorElement) and not e.tensor.is_input():
+            definition: GridCompute = e.tensor.definition
+            return inline_computes(substitute(definition.value, dict(zip(definition.axes, e.indices))))
+        return None
+
+    return rewrite(expr, fn)

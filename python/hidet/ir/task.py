@@ -1,0 +1,45 @@
+"""Task: a compute definition with named inputs and outputs, the unit hidet schedules, builds and
+caches. Its canonical text identifies it (the kernel cache key is a hash of it)."""
+from __future__ import annotations
+
+import hashlib
+from typing import Any, Dict, List, Sequence
+
+from hidet.ir.compute import TensorNode
+from hidet.ir.functors import collect
+from hidet.ir.printer import Namer, tensor_definition_text
+
+
+class Task:
+    def __init__(self, name: str, inputs: Sequence[TensorNode], outputs: Sequence[TensorNode],
+                 attrs: Dict[str, Any] = None):
+        self.name = name
+        self.inputs: List[TensorNode] = list(inputs)
+        self.outputs: List[TensorNode] = list(outputs)
+        self.attrs = dict(attrs or {})
+        missing = [t.name for out in self.outputs for t in collect(out, TensorNode)
+                   if t.is_input() and all(t is not i for i in self.inputs)]
+        if missing:
+            raise ValueError(f'task {name}: outputs read tensors that are not task inputs: {sorted(set(missing))}')
+
+    def text(self) -> str:
+        """Canonical text: every tensor definition in dependency order, then the attributes."""
+        namer = Namer()
+        lines = [f'task {self.name}']
+        lines += ['  input ' + tensor_definition_text(t, namer) for t in self.inputs]
+        done = {id(t) for t in self.inputs}
+        for out in self.outputs:
+            for node in reversed(collect(out, TensorNode)):
+                if id(node) not in done:
+                    done.add(id(node))
+                    prefix = '  output ' if any(node is o for o in self.outputs) else '  '
+                    lines.append(prefix + tensor_definition_text(node, namer))
+        if self.attrs:
+            lines.append('  attrs ' + ', '.join(f'{k}={v!r}' for k, v in sorted(self.attrs.items())))
+        return '\n'.join(lines)
+
+    def key(self) -> str:
+        return hashlib.sha256(self.text().encode()).hexdigest()[:24]
+
+    def __repr__(self) -> str:
+        return self.text()
