@@ -25,7 +25,9 @@ else
   echo "GoogleTest is not installed here: C++ tests not run" | tee "$LOG_DIR/ctest.log"
 fi
 echo "== Python tests"
-python3 -m pytest tests -q -rs --junitxml="$LOG_DIR/pytest.xml" "$@" 2>&1 | tee "$LOG_DIR/pytest.log"
+# Kernels compile on first use; spread the tests over the cores where pytest-xdist is installed.
+PARALLEL=$(python3 -c 'import xdist' 2>/dev/null && echo "-n $(nproc)" || true)
+python3 -m pytest tests -q -rs $PARALLEL --junitxml="$LOG_DIR/pytest.xml" "$@" 2>&1 | tee "$LOG_DIR/pytest.log"
 status=${PIPESTATUS[0]}
 echo "== benchmarks"
 (cd /tmp && python3 "$OLDPWD/scripts/bench_build.py") 2>&1 | tee "$LOG_DIR/bench_build.log"
