@@ -26,7 +26,7 @@ else
 fi
 echo "== Python tests"
 # Kernels compile on first use; spread the tests over the cores where pytest-xdist is installed.
-PARALLEL=$(python3 -c 'import xdist' 2>/dev/null && echo "-n $(nproc)" || true)
+PARALLEL=$(python3 -c 'import xdist' 2>/dev/null && echo "-n $(nproc) -p no:benchmark" || true)
 python3 -m pytest tests -q -rs $PARALLEL --junitxml="$LOG_DIR/pytest.xml" "$@" 2>&1 | tee "$LOG_DIR/pytest.log"
 status=${PIPESTATUS[0]}
 echo "== benchmarks"

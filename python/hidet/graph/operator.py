@@ -15,10 +15,10 @@ class Operator:
         self.task = task
         devices = {t.device for t in self.inputs}
         if len(devices) > 1:
-            raise ValueError(f'{self.name}: inputs are on different devices ({", ".join(sorted(map(str, devices)))}); '
+            raise ValueError(f'{task.name}: inputs are on different devices ({", ".join(sorted(map(str, devices)))}); '
                              'move them to one device with .to(device)')
         if not devices:
-            raise ValueError(f'{self.name}: an operator needs at least one input tensor')
+            raise ValueError(f'{task.name}: an operator needs at least one input tensor')
         self.device = devices.pop()
         self.outputs: List[Tensor] = [
             Tensor(out.shape, out.dtype, self.device, None, trace=(self, i)) for i, out in enumerate(task.outputs)
