@@ -150,6 +150,36 @@ class Tensor:
     def max(self, dims=None, keepdim=False): return _ops().max(self, dims, keepdim)
     def min(self, dims=None, keepdim=False): return _ops().min(self, dims, keepdim)
 
+    # ------------------------------------------------------------------ shape (hidet.ops.transform)
+    def reshape(self, *shape) -> 'Tensor':
+        """``t.reshape(2, -1)`` or ``t.reshape([2, -1])``, as torch."""
+        return _ops().reshape(self, _shape_args(shape))
+
+    def flatten(self, start_dim: int = 0, end_dim: int = -1) -> 'Tensor':
+        return _ops().flatten(self, start_dim, end_dim)
+
+    def squeeze(self, dims=None) -> 'Tensor':
+        return _ops().squeeze(self, dims)
+
+    def unsqueeze(self, dims) -> 'Tensor':
+        return _ops().unsqueeze(self, dims)
+
+    def transpose(self, dim0: int, dim1: int) -> 'Tensor':
+        return _ops().transpose(self, dim0, dim1)
+
+    def permute(self, *dims) -> 'Tensor':
+        """``t.permute(2, 0, 1)`` or ``t.permute([2, 0, 1])``, as torch."""
+        return _ops().permute(self, _shape_args(dims))
+
+    def expand(self, *sizes) -> 'Tensor':
+        """``t.expand(4, -1, 3)`` or ``t.expand([4, -1, 3])``, as torch (-1 keeps a dimension)."""
+        return _ops().broadcast(self, _shape_args(sizes))
+
+    def __getitem__(self, key) -> 'Tensor':
+        """Indexing as torch: ints (negative too), slices with steps, ``None``, ``...`` and one integer
+        tensor (or list of ints) indexing one dimension. Always a new tensor (a copy), never a view."""
+        return _getitem(self, key)
+
     # ------------------------------------------------------------------ interop
     def torch(self):
         """A ``torch.Tensor`` sharing this tensor's memory (no copy)."""
@@ -178,6 +208,98 @@ def _ops():
     import hidet.graph.ops  # the operator library imports this module
 
     return hidet.graph.ops
+
+
+def _shape_args(args) -> list:
+    """``(2, 3)`` or ``([2, 3],)`` (the two spellings torch takes for shapes) as ``[2, 3]``."""
+    if len(args) == 1 and isinstance(args[0], (list, tuple)):
+        return list(args[0])
+    return list(args)
+
+
+def _getitem(t: Tensor, key) -> Tensor:
+    """``t[key]`` with torch's rules: ints select (removing the dimension), slices keep it, None adds one,
+    ``...`` stands for the dimensions not named; one integer tensor indexes one dimension, its shape
+    taking that dimension's place. Built from strided_slice, take and reshape."""
+    import sys
+
+    ops = _ops()
+    entries = list(key) if isinstance(key, tuple) else [key]
+    for i, k in enumerate(entries):
+        if isinstance(k, (list, tuple)):  # a list of ints indexes like an int64 tensor
+            if any(isinstance(v, (bool, np.bool_)) for v in k):
+                raise NotImplementedError('indexing with a list of bools is not supported')
+            from hidet.graph.creation import asarray
+
+            entries[i] = k = asarray(list(k), dtype='int64', device=t.device)
+        if isinstance(k, Tensor):
+            if k.dtype.is_boolean():
+                raise NotImplementedError('indexing with a bool tensor (a mask) is not supported yet; use '
+                                          'hidet.ops.where or index with the positions as an integer tensor')
+            if not k.dtype.is_integer():
+                raise IndexError(f'tensors used as indices must have an integer dtype, got {k.dtype.name}')
+        elif isinstance(k, (bool, np.bool_)):
+            raise NotImplementedError('indexing with a Python bool is not supported')
+        elif not (k is None or k is Ellipsis or isinstance(k, slice) or hasattr(k, '__index__')):
+            raise TypeError(f'index {k!r} of type {type(k).__name__} is not supported: use ints, slices, None, '
+                            '... or an integer tensor')
+    if sum(isinstance(k, Tensor) for k in entries) > 1:
+        raise NotImplementedError('indexing with more than one tensor (advanced indexing) is not supported')
+    if sum(k is Ellipsis for k in entries) > 1:
+        raise IndexError('an index can only have a single ellipsis (...)')
+    consumed = sum(1 for k in entries if k is not None and k is not Ellipsis)
+    if consumed > t.ndim:
+        raise IndexError(f'too many indices for a tensor of {t.ndim} dimensions ({t.shape}): {consumed} given')
+    fill = [slice(None)] * (t.ndim - consumed)
+    if Ellipsis in [k for k in entries if not isinstance(k, Tensor)]:
+        pos = next(i for i, k in enumerate(entries) if k is Ellipsis)
+        entries = entries[:pos] + fill + entries[pos + 1:]
+    else:
+        entries = entries + fill
+
+    starts, ends, axes, steps = [], [], [], []
+    tensor_index = None  # (axis, index tensor)
+    d = 0
+    for k in entries:
+        if k is None:
+            continue
+        n = t.shape[d]
+        if isinstance(k, Tensor):
+            tensor_index = (d, k)
+        elif isinstance(k, slice):
+            step = 1 if k.step is None else k.step.__index__()
+            if step == 0:
+                raise ValueError('slice step cannot be zero')
+            if len(range(*k.indices(n))) != n or step < 0 and n > 1:  # (a full slice needs no kernel)
+                start = k.start if k.start is not None else (0 if step > 0 else sys.maxsize)
+                stop = k.stop if k.stop is not None else (sys.maxsize if step > 0 else -sys.maxsize - 1)
+                starts.append(start.__index__()), ends.append(stop.__index__()), axes.append(d), steps.append(step)
+        else:
+            i = k.__index__()
+            if not -n <= i < n:
+                raise IndexError(f'index {i} is out of range for dimension {d} of size {n} (shape {t.shape})')
+            i = i % n
+            starts.append(i), ends.append(i + 1), axes.append(d), steps.append(1)
+        d += 1
+
+    y = ops.strided_slice(t, starts, ends, axes, steps) if axes else t
+    if tensor_index is not None:
+        y = ops.take(y, tensor_index[1], tensor_index[0])
+    shape, d = [], 0
+    for k in entries:
+        if k is None:
+            shape.append(1)
+            continue
+        if isinstance(k, Tensor):
+            shape.extend(y.shape[d:d + k.ndim])
+            d += k.ndim
+            continue
+        if isinstance(k, slice):
+            shape.append(y.shape[d])
+        d += 1
+    if tuple(shape) != y.shape or y is t:
+        y = ops.reshape(y, shape)
+    return y
 
 
 def _is_dtype_spec(obj) -> bool:

@@ -33,13 +33,23 @@ class BinaryElementwiseOp(Operator):
 
 
 class WhereOp(Operator):
-    def __init__(self, cond: Tensor, x: Tensor, y: Tensor):
-        c, a, b = input_node('c', cond), input_node('x', x), input_node('y', y)
-        shape = broadcast_shapes('where', c.shape, a.shape, b.shape)
-        out = compute('z', shape, lambda *i: select(cast(c[broadcast_indices(i, c.shape)], boolean),
-                                                    a[broadcast_indices(i, a.shape)],
-                                                    b[broadcast_indices(i, b.shape)]))
-        super().__init__([cond, x, y], {}, Task('where', [c, a, b], [out]))
+    """``where(cond, x, y)``; ``x`` or ``y`` may be a Python scalar."""
+
+    def __init__(self, cond: Tensor, x, y):
+        tensors = [t for t in (cond, x, y) if isinstance(t, Tensor)]
+        nodes = [input_node(name, t) for name, t in zip('cxy', tensors)]
+        node_of = {id(t): n for t, n in zip(tensors, nodes)}
+        shape = broadcast_shapes('where', *(n.shape for n in nodes))
+
+        def operand(v, idx):
+            if isinstance(v, Tensor):
+                n = node_of[id(v)]
+                return n[broadcast_indices(idx, n.shape)]
+            return v
+
+        out = compute('z', shape, lambda *i: select(cast(operand(cond, i), boolean), operand(x, i), operand(y, i)))
+        attrs = {k: v for k, v in (('x', x), ('y', y)) if not isinstance(v, Tensor)}
+        super().__init__(tensors, attrs, Task('where', nodes, [out]))
 
 
 def _float(e: Expr) -> Expr:
@@ -173,5 +183,5 @@ def logical_or(x, y) -> Tensor:
     return _binary(x, y, lambda a, b: binary('||', cast(a, boolean), cast(b, boolean)), 'logical_or')
 
 
-def where(cond: Tensor, x: Tensor, y: Tensor) -> Tensor:
+def where(cond: Tensor, x, y) -> Tensor:
     return WhereOp(cond, x, y).get_output(0)

@@ -1,12 +1,15 @@
-"""Reductions over any axes, with keepdim: sum, mean, max, min, prod, any, all."""
+"""Reductions over any axes, with keepdim: sum, mean, max, min, prod, any, all; argmax/argmin,
+var/std and cumsum."""
 from __future__ import annotations
 
 from typing import Optional, Sequence, Union
 
 from hidet.graph.operator import Operator
-from hidet.graph.ops.utils import input_node, normalize_axes
+from hidet.graph.ops import arithmetic as ew
+from hidet.graph.ops.utils import input_node, normalize_axes, normalize_axis
 from hidet.graph.tensor import Tensor
-from hidet.ir.compute import compute, reduce
+from hidet.ir.compute import compute, default_acc_dtype, reduce
+from hidet.ir.expr import binary, call, cast, logical_and, logical_or, select
 from hidet.ir.task import Task
 
 Axes = Optional[Union[int, Sequence[int]]]
@@ -67,3 +70,88 @@ def any(x: Tensor, dims: Axes = None, keepdim: bool = False) -> Tensor:  # noqa:
 
 def all(x: Tensor, dims: Axes = None, keepdim: bool = False) -> Tensor:  # noqa: A001
     return _reduce(x, dims, keepdim, 'all')
+
+
+class ArgReduceOp(Operator):
+    """argmax/argmin along one axis, given the max/min (``extreme``, keepdim) computed before: the
+    first index holding it (NaN counts as the extreme, as in torch)."""
+
+    def __init__(self, x: Tensor, extreme: Tensor, axis: int, keepdim: bool, kind: str):
+        a, m = input_node('x', x), input_node('m', extreme)
+        n = a.shape[axis]
+        out_shape = [1 if d == axis else s for d, s in enumerate(a.shape) if keepdim or d != axis]
+
+        def element(*idx):
+            full = list(idx) if keepdim else list(idx[:axis]) + [0] + list(idx[axis:])
+
+            def candidate(k):
+                v = a[tuple(full[:axis] + [k] + full[axis + 1:])]
+                mv = m[tuple(full[:axis] + [0] + full[axis + 1:])]
+                hit = binary('==', v, mv)
+                if v.dtype.is_float():
+                    hit = logical_or(hit, logical_and(call('isnan', v, dtype='bool'), call('isnan', mv, dtype='bool')))
+                return select(hit, k, n)
+
+            return reduce([n], candidate, 'min')
+
+        out = compute('y', out_shape, element)
+        super().__init__([x, extreme], {'axis': axis, 'keepdim': keepdim}, Task(f'arg{kind}', [a, m], [out]))
+
+
+def _arg(x: Tensor, axis: Optional[int], keepdim: bool, kind: str) -> Tensor:
+    if axis is None:
+        from hidet.graph.ops.transform import reshape
+
+        x, axis, keepdim = reshape(x, [-1]), 0, False
+    axis = normalize_axis(f'arg{kind}', axis, x.ndim)
+    extreme = _reduce(x, axis, True, kind)
+    return ArgReduceOp(x, extreme, axis, keepdim, kind).get_output(0)
+
+
+def argmax(x: Tensor, axis: Optional[int] = None, keepdim: bool = False) -> Tensor:
+    return _arg(x, axis, keepdim, 'max')
+
+
+def argmin(x: Tensor, axis: Optional[int] = None, keepdim: bool = False) -> Tensor:
+    return _arg(x, axis, keepdim, 'min')
+
+
+def var(x: Tensor, dims: Axes = None, keepdim: bool = False, correction: int = 1) -> Tensor:
+    """Variance with Bessel's ``correction`` (torch.var's default 1)."""
+    if not x.dtype.is_float():
+        raise TypeError(f'var needs a floating-point tensor, got {x.dtype}; cast it first')
+    axes = normalize_axes('var', dims, x.ndim)
+    count = 1
+    for d in axes:
+        count *= x.shape[d]
+    xf = ew.cast_(x, 'float32') if x.dtype.name in ('float16', 'bfloat16') else x
+    centered = ew.subtract(xf, _reduce(xf, axes, True, 'mean'))
+    total = _reduce(ew.multiply(centered, centered), axes, keepdim, 'sum')
+    divisor = count - correction if count > correction else 0  # (this module's max is the reduction)
+    return ew.cast_(ew.divide(total, float(divisor)), x.dtype)
+
+
+def std(x: Tensor, dims: Axes = None, keepdim: bool = False, correction: int = 1) -> Tensor:
+    return ew.sqrt(var(x, dims, keepdim, correction))
+
+
+class CumsumOp(Operator):
+    def __init__(self, x: Tensor, axis: int):
+        a = input_node('x', x)
+        acc = default_acc_dtype('sum', a.dtype)
+        out_dtype = acc if not a.dtype.is_float() else a.dtype
+
+        def element(*idx):
+            def term(k):
+                xi = tuple(list(idx[:axis]) + [k] + list(idx[axis + 1:]))
+                return select(binary('<=', k, idx[axis]), cast(a[xi], acc), 0)
+
+            return reduce([a.shape[axis]], term, 'sum', acc_dtype=acc, dtype=out_dtype)
+
+        out = compute('y', a.shape, element)
+        super().__init__([x], {'axis': axis}, Task('cumsum', [a], [out]))
+
+
+def cumsum(x: Tensor, axis: int) -> Tensor:
+    """Inclusive prefix sums along ``axis`` (integers accumulate in int64, as torch)."""
+    return CumsumOp(x, normalize_axis('cumsum', axis, x.ndim)).get_output(0)

@@ -1,0 +1,130 @@
+"""Convolutions (1-D and 2-D, stride/padding/dilation/groups, depthwise included) and 2-D
+transposed convolution, as reductions: correct first; the implicit-GEMM templates of a later stage
+replace them for speed."""
+from __future__ import annotations
+
+from typing import List, Optional, Sequence, Union
+
+from hidet.graph.operator import Operator
+from hidet.graph.ops import arithmetic as ew
+from hidet.graph.ops.utils import input_node
+from hidet.graph.tensor import Tensor
+from hidet.ir.compute import compute, reduce
+from hidet.ir.expr import binary, convert, logical_and, select
+from hidet.ir.task import Task
+
+IntOrSeq = Union[int, Sequence[int]]
+
+
+def _tuple(op: str, name: str, value: IntOrSeq, n: int) -> List[int]:
+    values = [value] * n if isinstance(value, int) else list(value)
+    if len(values) != n:
+        raise ValueError(f'{op}: {name} must be an int or {n} ints, got {value!r}')
+    return [int(v) for v in values]
+
+
+def _in_range(index, extent: int):
+    return logical_and(binary('>=', index, 0), binary('<', index, extent))
+
+
+class ConvOp(Operator):
+    def __init__(self, x: Tensor, w: Tensor, stride, padding, dilation, groups: int):
+        nd = x.ndim - 2
+        op = f'conv{nd}d'
+        a, b = input_node('x', x), input_node('w', w)
+        n, c, spatial = a.shape[0], a.shape[1], a.shape[2:]
+        o, cg, kernel = b.shape[0], b.shape[1], b.shape[2:]
+        if c % groups or o % groups or cg * groups != c:
+            raise ValueError(f'{op}: input {x.shape} and weight {w.shape} do not fit groups={groups}: the input '
+                             f'channels ({c}) must equal weight.shape[1] × groups ({cg} × {groups}), and the output '
+                             f'channels ({o}) must be divisible by groups')
+        out_spatial = [(spatial[i] + 2 * padding[i] - dilation[i] * (kernel[i] - 1) - 1) // stride[i] + 1
+                       for i in range(nd)]
+        if any(s <= 0 for s in out_spatial):
+            raise ValueError(f'{op}: input {x.shape} is too small for kernel {tuple(kernel)} with padding {padding}, '
+                             f'dilation {dilation}: the output would be {tuple(out_spatial)}')
+        og = o // groups
+
+        def element(nn, oo, *opos):
+            def term(cc, *k):
+                pos = [opos[i] * stride[i] - padding[i] + k[i] * dilation[i] for i in range(nd)]
+                valid = logical_and(*[_in_range(pos[i], spatial[i]) for i in range(nd)])
+                xv = a[(nn, (oo / og) * cg + cc, *pos)]
+                return select(valid, xv, convert(0, a.dtype)) * b[(oo, cc, *k)]
+
+            return reduce([cg] + list(kernel), term, 'sum')
+
+        out = compute('y', [n, o] + out_spatial, element)
+        attrs = {'stride': stride, 'padding': padding, 'dilation': dilation, 'groups': groups}
+        super().__init__([x, w], attrs, Task(op, [a, b], [out]))
+
+
+def _conv(nd: int, x: Tensor, weight: Tensor, bias: Optional[Tensor], stride, padding, dilation, groups) -> Tensor:
+    op = f'conv{nd}d'
+    if x.ndim != nd + 2 or weight.ndim != nd + 2:
+        raise ValueError(f'{op}: expected a {nd + 2}-D input and weight, got {x.shape} and {weight.shape}')
+    y = ConvOp(x, weight, _tuple(op, 'stride', stride, nd), _tuple(op, 'padding', padding, nd),
+               _tuple(op, 'dilation', dilation, nd), int(groups)).get_output(0)
+    if bias is not None:
+        from hidet.graph.ops.transform import reshape
+
+        y = ew.add(y, reshape(bias, [bias.shape[0]] + [1] * nd))
+    return y
+
+
+def conv1d(x: Tensor, weight: Tensor, bias: Optional[Tensor] = None, stride: IntOrSeq = 1, padding: IntOrSeq = 0,
+           dilation: IntOrSeq = 1, groups: int = 1) -> Tensor:
+    return _conv(1, x, weight, bias, stride, padding, dilation, groups)
+
+
+def conv2d(x: Tensor, weight: Tensor, bias: Optional[Tensor] = None, stride: IntOrSeq = 1, padding: IntOrSeq = 0,
+           dilation: IntOrSeq = 1, groups: int = 1) -> Tensor:
+    return _conv(2, x, weight, bias, stride, padding, dilation, groups)
+
+
+class ConvTranspose2dOp(Operator):
+    def __init__(self, x: Tensor, w: Tensor, stride, padding, output_padding, dilation, groups: int):
+        a, b = input_node('x', x), input_node('w', w)
+        n, c, h, wd = a.shape
+        if b.shape[0] != c or c % groups:
+            raise ValueError(f'conv_transpose2d: weight {w.shape} must have the input channels ({c}) first, '
+                             f'divisible by groups={groups}')
+        og, kh, kw = b.shape[1], b.shape[2], b.shape[3]
+        o, cg = og * groups, c // groups
+        spatial, kernel = (h, wd), (kh, kw)
+        out_spatial = [(spatial[i] - 1) * stride[i] - 2 * padding[i] + dilation[i] * (kernel[i] - 1)
+                       + output_padding[i] + 1 for i in range(2)]
+
+        def element(nn, oo, oh, ow):
+            def term(cc, k0, k1):
+                ic = (oo / og) * cg + cc
+                nums = [oh + padding[0] - k0 * dilation[0], ow + padding[1] - k1 * dilation[1]]
+                conds = []
+                for i in range(2):
+                    conds += [binary('>=', nums[i], 0), binary('==', nums[i] % stride[i], 0),
+                              binary('<', nums[i] / stride[i], spatial[i])]
+                xv = a[(nn, ic, nums[0] / stride[0], nums[1] / stride[1])]
+                return select(logical_and(*conds), xv, convert(0, a.dtype)) * b[(ic, oo % og, k0, k1)]
+
+            return reduce([cg, kh, kw], term, 'sum')
+
+        out = compute('y', [n, o] + out_spatial, element)
+        attrs = {'stride': stride, 'padding': padding, 'output_padding': output_padding, 'dilation': dilation,
+                 'groups': groups}
+        super().__init__([x, w], attrs, Task('conv_transpose2d', [a, b], [out]))
+
+
+def conv_transpose2d(x: Tensor, weight: Tensor, bias: Optional[Tensor] = None, stride: IntOrSeq = 1,
+                     padding: IntOrSeq = 0, output_padding: IntOrSeq = 0, groups: int = 1,
+                     dilation: IntOrSeq = 1) -> Tensor:
+    op = 'conv_transpose2d'
+    if x.ndim != 4 or weight.ndim != 4:
+        raise ValueError(f'{op}: expected a 4-D input and weight, got {x.shape} and {weight.shape}')
+    y = ConvTranspose2dOp(x, weight, _tuple(op, 'stride', stride, 2), _tuple(op, 'padding', padding, 2),
+                          _tuple(op, 'output_padding', output_padding, 2), _tuple(op, 'dilation', dilation, 2),
+                          int(groups)).get_output(0)
+    if bias is not None:
+        from hidet.graph.ops.transform import reshape
+
+        y = ew.add(y, reshape(bias, [bias.shape[0], 1, 1]))
+    return y

@@ -1,0 +1,127 @@
+"""2-D pooling: max and average windows (padding, dilation for max, ceil_mode, count_include_pad)
+and adaptive pooling, with torch's window arithmetic."""
+from __future__ import annotations
+
+from typing import Optional, Sequence, Union
+
+from hidet.graph.operator import Operator
+from hidet.graph.ops.conv import IntOrSeq, _in_range, _tuple
+from hidet.graph.ops.utils import input_node
+from hidet.graph.tensor import Tensor
+from hidet.ir.compute import compute, reduce
+from hidet.ir.dtypes import float32
+from hidet.ir.expr import binary, call, cast, convert, logical_and, maximum, minimum, select
+from hidet.ir.task import Task
+
+
+def _pool_out(size: int, k: int, s: int, p: int, d: int, ceil_mode: bool) -> int:
+    span = size + 2 * p - d * (k - 1) - 1
+    out = (span + (s - 1 if ceil_mode else 0)) // s + 1
+    if ceil_mode and (out - 1) * s >= size + p:  # the last window must start inside the input or left padding
+        out -= 1
+    return out
+
+
+class Pool2dOp(Operator):
+    def __init__(self, x: Tensor, kind: str, kernel, stride, padding, dilation, ceil_mode: bool,
+                 count_include_pad: bool):
+        op = f'{kind}_pool2d'
+        a = input_node('x', x)
+        n, c, h, w = a.shape
+        for i, size in enumerate((h, w)):
+            if padding[i] * 2 > kernel[i]:
+                raise ValueError(f'{op}: padding {padding} must be at most half the kernel {kernel}')
+        oh, ow = (_pool_out(size, kernel[i], stride[i], padding[i], dilation[i], ceil_mode)
+                  for i, size in enumerate((h, w)))
+        if oh <= 0 or ow <= 0:
+            raise ValueError(f'{op}: input {x.shape} is too small for kernel {kernel}: the output would be '
+                             f'({oh}, {ow})')
+
+        def element(nn, cc, i, j):
+            starts = [i * stride[0] - padding[0], j * stride[1] - padding[1]]
+
+            def term(k0, k1):
+                pos = [starts[0] + k0 * dilation[0], starts[1] + k1 * dilation[1]]
+                valid = logical_and(_in_range(pos[0], h), _in_range(pos[1], w))
+                fill = call('hidet_lowest', dtype=a.dtype) if kind == 'max' else convert(0, a.dtype)
+                return select(valid, a[nn, cc, pos[0], pos[1]], fill)
+
+            if kind == 'max':
+                return reduce(kernel, term, 'max')
+            total = reduce(kernel, term, 'sum')
+            if count_include_pad:  # windows clipped to the padded input
+                ends = [minimum(starts[d] + kernel[d], (h, w)[d] + padding[d]) for d in range(2)]
+                count = (ends[0] - starts[0]) * (ends[1] - starts[1])
+            else:  # windows clipped to the input
+                ends = [minimum(starts[d] + kernel[d], (h, w)[d]) for d in range(2)]
+                begins = [maximum(starts[d], 0) for d in range(2)]
+                count = (ends[0] - begins[0]) * (ends[1] - begins[1])
+            return cast(cast(total, float32) / cast(count, float32), a.dtype)
+
+        out = compute('y', [n, c, oh, ow], element)
+        attrs = {'kernel': kernel, 'stride': stride, 'padding': padding, 'dilation': dilation,
+                 'ceil_mode': ceil_mode, 'count_include_pad': count_include_pad}
+        super().__init__([x], attrs, Task(op, [a], [out]))
+
+
+def _pool(kind, x, kernel_size, stride, padding, dilation, ceil_mode, count_include_pad) -> Tensor:
+    op = f'{kind}_pool2d'
+    if x.ndim != 4:
+        raise ValueError(f'{op}: expected a 4-D (N, C, H, W) input, got {x.shape}')
+    kernel = _tuple(op, 'kernel_size', kernel_size, 2)
+    stride = kernel if stride is None or stride == [] else _tuple(op, 'stride', stride, 2)
+    return Pool2dOp(x, kind, kernel, stride, _tuple(op, 'padding', padding, 2), _tuple(op, 'dilation', dilation, 2),
+                    bool(ceil_mode), bool(count_include_pad)).get_output(0)
+
+
+def max_pool2d(x: Tensor, kernel_size: IntOrSeq, stride: Optional[IntOrSeq] = None, padding: IntOrSeq = 0,
+               dilation: IntOrSeq = 1, ceil_mode: bool = False) -> Tensor:
+    return _pool('max', x, kernel_size, stride, padding, dilation, ceil_mode, True)
+
+
+def avg_pool2d(x: Tensor, kernel_size: IntOrSeq, stride: Optional[IntOrSeq] = None, padding: IntOrSeq = 0,
+               ceil_mode: bool = False, count_include_pad: bool = True) -> Tensor:
+    return _pool('avg', x, kernel_size, stride, padding, 1, ceil_mode, count_include_pad)
+
+
+class AdaptivePool2dOp(Operator):
+    def __init__(self, x: Tensor, kind: str, output_size: Sequence[int]):
+        a = input_node('x', x)
+        n, c, h, w = a.shape
+        oh, ow = output_size
+        # the largest window: ceil(size / out) + 1 covers every start/end rounding
+        windows = [-(-h // oh) + 1, -(-w // ow) + 1]
+
+        def element(nn, cc, i, j):
+            starts = [(i * h) / oh, (j * w) / ow]
+            ends = [((i + 1) * h + oh - 1) / oh, ((j + 1) * w + ow - 1) / ow]
+
+            def term(k0, k1):
+                valid = logical_and(binary('<', starts[0] + k0, ends[0]), binary('<', starts[1] + k1, ends[1]))
+                fill = call('hidet_lowest', dtype=a.dtype) if kind == 'max' else convert(0, a.dtype)
+                return select(valid, a[nn, cc, starts[0] + k0, starts[1] + k1], fill)
+
+            if kind == 'max':
+                return reduce(windows, term, 'max')
+            count = (ends[0] - starts[0]) * (ends[1] - starts[1])
+            return cast(cast(reduce(windows, term, 'sum'), float32) / cast(count, float32), a.dtype)
+
+        out = compute('y', [n, c, oh, ow], element)
+        super().__init__([x], {'output_size': list(output_size)}, Task(f'adaptive_{kind}_pool2d', [a], [out]))
+
+
+def _adaptive(kind: str, x: Tensor, output_size: Union[int, Sequence[Optional[int]]]) -> Tensor:
+    op = f'adaptive_{kind}_pool2d'
+    if x.ndim != 4:
+        raise ValueError(f'{op}: expected a 4-D (N, C, H, W) input, got {x.shape}')
+    size = [output_size] * 2 if isinstance(output_size, int) else list(output_size)
+    size = [x.shape[2 + i] if s is None else int(s) for i, s in enumerate(size)]
+    return AdaptivePool2dOp(x, kind, size).get_output(0)
+
+
+def adaptive_avg_pool2d(x: Tensor, output_size) -> Tensor:
+    return _adaptive('avg', x, output_size)
+
+
+def adaptive_max_pool2d(x: Tensor, output_size) -> Tensor:
+    return _adaptive('max', x, output_size)

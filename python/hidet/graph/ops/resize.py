@@ -1,0 +1,69 @@
+"""2-D resizing (torch.nn.functional.interpolate on N, C, H, W): 'nearest' and 'bilinear'
+(align_corners either way), computing source coordinates in float32 as torch does."""
+from __future__ import annotations
+
+from typing import Optional, Sequence, Union
+
+from hidet.graph.operator import Operator
+from hidet.graph.ops.utils import input_node
+from hidet.graph.tensor import Tensor
+from hidet.ir.compute import compute
+from hidet.ir.dtypes import float32, int64
+from hidet.ir.expr import call, cast, maximum, minimum
+from hidet.ir.task import Task
+
+
+class Resize2dOp(Operator):
+    def __init__(self, x: Tensor, size: Sequence[int], mode: str, align_corners: bool):
+        a = input_node('x', x)
+        n, c, h, w = a.shape
+        oh, ow = size
+        ins, outs = (h, w), (oh, ow)
+
+        def scale(d: int) -> float:
+            if mode == 'bilinear' and align_corners:
+                return (ins[d] - 1) / (outs[d] - 1) if outs[d] > 1 else 0.0
+            return ins[d] / outs[d]
+
+        def element(nn, cc, i, j):
+            dst = (i, j)
+            if mode == 'nearest':
+                src = [minimum(cast(call('floor', cast(dst[d], float32) * scale(d)), int64), ins[d] - 1)
+                       for d in range(2)]
+                return a[nn, cc, src[0], src[1]]
+            coords = []
+            for d in range(2):
+                f = cast(dst[d], float32) * scale(d) if align_corners else \
+                    maximum((cast(dst[d], float32) + 0.5) * scale(d) - 0.5, 0.0)
+                i0 = cast(f, int64)  # f >= 0: truncation is floor
+                i1 = minimum(i0 + 1, ins[d] - 1)
+                coords.append((i0, i1, f - cast(i0, float32)))
+            (y0, y1, ly), (x0, x1, lx) = coords
+
+            def v(yy, xx):
+                return cast(a[nn, cc, yy, xx], float32)
+
+            top = v(y0, x0) * (1.0 - lx) + v(y0, x1) * lx
+            bottom = v(y1, x0) * (1.0 - lx) + v(y1, x1) * lx
+            return cast(top * (1.0 - ly) + bottom * ly, a.dtype)
+
+        out = compute('y', [n, c, oh, ow], element)
+        attrs = {'size': list(size), 'mode': mode, 'align_corners': align_corners}
+        super().__init__([x], attrs, Task(f'resize_{mode}', [a], [out]))
+
+
+def resize2d(x: Tensor, size: Optional[Union[int, Sequence[int]]] = None, scale_factor=None, mode: str = 'nearest',
+             align_corners: Optional[bool] = None) -> Tensor:
+    if x.ndim != 4:
+        raise ValueError(f'resize2d: expected a 4-D (N, C, H, W) input, got {x.shape}')
+    if mode not in ('nearest', 'bilinear'):
+        raise NotImplementedError(f"resize2d: mode {mode!r} is not supported; use 'nearest' or 'bilinear'")
+    if mode == 'nearest' and align_corners:
+        raise ValueError('resize2d: align_corners only applies to bilinear resizing')
+    if (size is None) == (scale_factor is None):
+        raise ValueError('resize2d: give exactly one of size and scale_factor')
+    if size is None:
+        factors = [scale_factor] * 2 if isinstance(scale_factor, (int, float)) else list(scale_factor)
+        size = [int(x.shape[2 + d] * factors[d]) for d in range(2)]
+    size = [size] * 2 if isinstance(size, int) else [int(s) for s in size]
+    return Resize2dOp(x, size, mode, bool(align_corners)).get_output(0)
