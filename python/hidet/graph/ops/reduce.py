@@ -32,7 +32,10 @@ class ReduceOp(Operator):
                     idx.append(next(ri) if d in dims else next(ki))
                 return a[tuple(idx)]
 
-            return reduce([a.shape[d] for d in dims], value, kind)
+            # float32 sums accumulate in float64: as accurate as torch's cascaded sums, whatever the
+            # order the schedule adds in (memory-bound, so the wider accumulator costs nothing)
+            acc = 'float64' if kind in ('sum', 'mean') and a.dtype.name == 'float32' else None
+            return reduce([a.shape[d] for d in dims], value, kind, acc_dtype=acc)
 
         out = compute('y', out_shape, element)
         super().__init__([x], {'axes': dims, 'keepdim': keepdim, 'kind': kind}, Task(f'reduce_{kind}', [a], [out]))
