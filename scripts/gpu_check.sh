@@ -31,4 +31,5 @@ python3 -m pytest tests -q -rs $PARALLEL --junitxml="$LOG_DIR/pytest.xml" "$@" 2
 status=${PIPESTATUS[0]}
 echo "== benchmarks"
 (cd /tmp && python3 "$OLDPWD/scripts/bench_build.py") 2>&1 | tee "$LOG_DIR/bench_build.log"
+(cd /tmp && python3 "$OLDPWD/scripts/bench_ops.py") 2>&1 | tee "$LOG_DIR/bench_ops.log"
 exit "$status"

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Dict, List
 
-from hidet.ir.dtypes import DataType, float32
+from hidet.ir.dtypes import DataType
 from hidet.ir.expr import Binary, BufferLoad, Call, Cast, Constant, Expr, Select, Unary, Var
 from hidet.ir.stmt import Assign, Declare, Evaluate, For, Function, If, IRModule, Seq, Stmt, Store
 

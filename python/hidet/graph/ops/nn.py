@@ -104,7 +104,7 @@ def group_norm(x: Tensor, num_groups: int, weight: Optional[Tensor] = None, bias
     if x.ndim < 2 or x.shape[1] % num_groups != 0:
         raise ValueError(f'group_norm: the channels of input {x.shape} (dimension 1) must divide into '
                          f'{num_groups} groups')
-    n, c = x.shape[0], x.shape[1]
+    n = x.shape[0]
     grouped = reshape(_upcast(x), [n, num_groups, -1])
     y = reshape(_normalize(grouped, [2], eps), list(x.shape))
     return ew.cast_(_affine(y, _channel_param(weight, x.ndim), _channel_param(bias, x.ndim)), x.dtype)
