@@ -25,7 +25,8 @@ _STORAGE_16 = {'cpu': {'float16': 'hidet::f16', 'bfloat16': 'hidet::bf16'},
 _CUDA_BUILTINS = {
     'hidet_thread_idx': 'hidet::thread_idx()', 'hidet_block_idx': 'hidet::block_idx()',
     'hidet_grid_dim': 'hidet::grid_dim()', 'hidet_global_thread_idx': 'hidet::global_thread_idx()',
-    'hidet_global_threads': 'hidet::global_threads()',
+    'hidet_global_threads': 'hidet::global_threads()', 'hidet_lane_idx': 'hidet::lane_idx()',
+    'hidet_global_warp_idx': 'hidet::global_warp_idx()', 'hidet_global_warps': 'hidet::global_warps()',
 }
 _MATH = {'exp', 'log', 'sqrt', 'sin', 'cos', 'tanh', 'erf', 'pow', 'floor', 'ceil', 'log2', 'log1p', 'expm1',
          'atan', 'asin', 'acos', 'sinh', 'cosh', 'exp2', 'tan', 'fmod', 'trunc'}
@@ -117,7 +118,7 @@ class CodeGen:
             return _CUDA_BUILTINS[e.func]
         if e.func in ('hidet_lowest', 'hidet_highest'):
             return f'hidet::{e.func[6:]}<{compute_type(e.dtype)}>()'
-        if e.func.startswith('hidet_block_reduce_'):
+        if e.func.startswith(('hidet_block_reduce_', 'hidet_warp_reduce_')):
             return f'hidet::{e.func[6:]}({self.expr(e.args[0])})'
         args = [self.cast(self.expr(a), a.dtype, e.dtype if e.dtype.is_float() else a.dtype) for a in e.args]
         joined = ', '.join(args)

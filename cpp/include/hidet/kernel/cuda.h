@@ -1,5 +1,5 @@
-// Support code for CUDA kernel libraries: thread indexing, 16-bit float conversions and block-wide
-// reductions (warp shuffles, then one value per warp through shared memory).
+// Support code for CUDA kernel libraries: thread indexing, 16-bit float conversions, and warp-wide
+// and block-wide reductions (warp shuffles, then one value per warp through shared memory).
 #pragma once
 
 #include <cuda_bf16.h>
@@ -15,6 +15,9 @@ __device__ __forceinline__ int64_t block_idx() { return blockIdx.x; }
 __device__ __forceinline__ int64_t grid_dim() { return gridDim.x; }
 __device__ __forceinline__ int64_t global_thread_idx() { return int64_t(blockIdx.x) * blockDim.x + threadIdx.x; }
 __device__ __forceinline__ int64_t global_threads() { return int64_t(gridDim.x) * blockDim.x; }
+__device__ __forceinline__ int64_t lane_idx() { return threadIdx.x % 32; }
+__device__ __forceinline__ int64_t global_warp_idx() { return global_thread_idx() / 32; }
+__device__ __forceinline__ int64_t global_warps() { return global_threads() / 32; }
 
 __device__ __forceinline__ float to_float(__half h) { return __half2float(h); }
 __device__ __forceinline__ float to_float(__nv_bfloat16 h) { return __bfloat162float(h); }
@@ -38,6 +41,33 @@ __device__ __forceinline__ T shfl_down(T v, int offset) {
     return __shfl_down_sync(0xffffffffu, v, offset);
   }
 }
+
+template <typename T>
+__device__ __forceinline__ T shfl_xor(T v, int mask) {
+  if constexpr (sizeof(T) < 4) {
+    return T(__shfl_xor_sync(0xffffffffu, int(v), mask));
+  } else {
+    return __shfl_xor_sync(0xffffffffu, v, mask);
+  }
+}
+
+// Combine `v` across the 32 lanes of a warp with `op`; every lane must call it, and all get the result.
+template <typename T, typename Op>
+__device__ __forceinline__ T warp_reduce(T v, Op op) {
+  for (int mask = 16; mask > 0; mask >>= 1) v = op(v, shfl_xor(v, mask));
+  return v;
+}
+
+template <typename T>
+__device__ T warp_reduce_sum(T v) { return warp_reduce(v, [](T a, T b) { return T(a + b); }); }
+template <typename T>
+__device__ T warp_reduce_prod(T v) { return warp_reduce(v, [](T a, T b) { return T(a * b); }); }
+template <typename T>
+__device__ T warp_reduce_max(T v) { return warp_reduce(v, [](T a, T b) { return hidet::max(a, b); }); }
+template <typename T>
+__device__ T warp_reduce_min(T v) { return warp_reduce(v, [](T a, T b) { return hidet::min(a, b); }); }
+__device__ inline bool warp_reduce_or(bool v) { return warp_reduce(v, [](bool a, bool b) { return a || b; }); }
+__device__ inline bool warp_reduce_and(bool v) { return warp_reduce(v, [](bool a, bool b) { return a && b; }); }
 
 // Combine `v` across the thread block with `op` (whose identity is `identity`); every thread of
 // the block must call it, and all get the result. Blocks are at most 1024 threads (32 warps).

@@ -4,9 +4,9 @@ Each output becomes one kernel. Reads of intermediate (computed) tensors are inl
 kernel reads only the task's inputs, at flat row-major indices.
 - CPU: one OpenMP-parallel loop over the output's elements; reductions run serially per element.
 - CUDA, injective: a grid-stride loop, one element per thread per step.
-- CUDA, reduction: when the reduced extent is large, one thread block per output element: the
-  threads stride over the reduced elements, then combine through warp shuffles and shared memory
-  (hidet/kernel/cuda.h); small reductions run one output per thread.
+- CUDA, reduction: one thread block per output element when the reduced extent is large (≥ 128),
+  else one warp per output element: the threads stride over the reduced elements, then combine
+  through warp shuffles (and shared memory across warps; hidet/kernel/cuda.h).
 """
 from __future__ import annotations
 
@@ -94,12 +94,12 @@ class _Lowering:
 
         return rewrite(expr, fn)
 
-    def value(self, expr: Expr, stmts: List[Stmt], block_reduce: bool) -> Expr:
+    def value(self, expr: Expr, stmts: List[Stmt], mode: str) -> Expr:
         """Emit statements computing ``expr``; returns the expression of its value."""
         top_reduces = self._top_reduces(expr)
         mapping = {}
         for r in top_reduces:
-            mapping[r] = self.reduction(r, stmts, block_reduce)
+            mapping[r] = self.reduction(r, stmts, mode)
         return self.loads(rewrite(expr, lambda e: mapping.get(e)) if mapping else expr)
 
     @staticmethod
@@ -112,22 +112,24 @@ class _Lowering:
                     nested.add(id(inner))
         return [r for r in reduces if id(r) not in nested]
 
-    def reduction(self, r: ReduceCompute, stmts: List[Stmt], block_reduce: bool) -> Expr:
+    def reduction(self, r: ReduceCompute, stmts: List[Stmt], mode: str) -> Expr:
+        """``mode``: 'thread' (one thread reduces alone), 'warp' or 'block' (the threads of a warp or
+        block share the reduced elements, then combine through shuffles)."""
         acc = self.fresh('acc', r.acc_dtype)
         stmts.append(Declare(acc, reduce_init(r.kind, r.acc_dtype)))
         extent = _prod(r.shape)
         k = self.fresh('k', int64)
-        if block_reduce:
-            start, step = call('hidet_thread_idx', dtype=int64), convert(CUDA_BLOCK)
-        else:
-            start, step = convert(0), convert(1)
+        start, step = {'thread': (convert(0), convert(1)),
+                       'warp': (call('hidet_lane_idx', dtype=int64), convert(32)),
+                       'block': (call('hidet_thread_idx', dtype=int64), convert(CUDA_BLOCK))}[mode]
         body: List[Stmt] = []
         value = substitute(r.value, dict(zip(r.axes, unflatten(k, r.shape))))
-        v = self.value(value, body, block_reduce=False)  # nested reductions run per thread
+        v = self.value(value, body, mode='thread')  # nested reductions run per thread
         body.append(Assign(acc, reduce_combine(r.kind, acc, v)))
         stmts.append(For(k, start, extent, step, Seq(body)))
-        if block_reduce:
-            stmts.append(Assign(acc, call(f'hidet_block_reduce_{_combine_name(r.kind)}', acc, dtype=r.acc_dtype)))
+        if mode != 'thread':
+            combine = f'hidet_{mode}_reduce_{_combine_name(r.kind)}'
+            stmts.append(Assign(acc, call(combine, acc, dtype=r.acc_dtype)))
         result: Expr = acc
         if r.kind == 'mean':
             result = binary('/', result, Constant(extent, r.acc_dtype))
@@ -146,23 +148,30 @@ def _output_kernel(task: Task, out: TensorNode, out_param: Var, params: Dict[int
     lowering = _Lowering(params, target)
     reduces = collect(value, ReduceCompute)
     largest_reduce = max((_prod(r.shape) for r in reduces), default=0)
-    block_reduce = target == 'cuda' and largest_reduce >= BLOCK_REDUCE_MIN_EXTENT
+    if target == 'cpu' or largest_reduce <= 1:
+        mode = 'thread'
+    else:
+        mode = 'block' if largest_reduce >= BLOCK_REDUCE_MIN_EXTENT else 'warp'
     n = Var('n', int64)
     body: List[Stmt] = []
-    element_value = lowering.value(substitute(value, dict(zip(axes, unflatten(n, out.shape)))), body, block_reduce)
+    element_value = lowering.value(substitute(value, dict(zip(axes, unflatten(n, out.shape)))), body, mode)
     store = Store(out_param, n, element_value)
     all_params = [params[id(t)] for t in task.inputs] + [out_param]
     if target == 'cpu':
         loop = For(n, 0, numel, 1, Seq(body + [store]), kind='parallel')
         return Function(name, all_params, loop, 'cpu')
-    if block_reduce:
-        guarded = Seq(body + [If(binary('==', call('hidet_thread_idx', dtype=int64), 0), store)])
-        grid = min(numel, CUDA_MAX_GRID)
-        loop = For(n, call('hidet_block_idx', dtype=int64), numel, call('hidet_grid_dim', dtype=int64), guarded)
+    if mode == 'thread':
+        grid = min((numel + CUDA_BLOCK - 1) // CUDA_BLOCK, CUDA_MAX_GRID)
+        loop = For(n, call('hidet_global_thread_idx', dtype=int64), numel,
+                   call('hidet_global_threads', dtype=int64), Seq(body + [store]))
         return Function(name, all_params, loop, 'cuda', grid=(max(grid, 1),), block=(CUDA_BLOCK,))
-    grid = min((numel + CUDA_BLOCK - 1) // CUDA_BLOCK, CUDA_MAX_GRID)
-    loop = For(n, call('hidet_global_thread_idx', dtype=int64), numel, call('hidet_global_threads', dtype=int64),
-               Seq(body + [store]))
+    # warp / block: a group of threads per output element; its first thread stores the result
+    per_block, first, group, groups = {
+        'warp': (CUDA_BLOCK // 32, 'hidet_lane_idx', 'hidet_global_warp_idx', 'hidet_global_warps'),
+        'block': (1, 'hidet_thread_idx', 'hidet_block_idx', 'hidet_grid_dim')}[mode]
+    guarded = Seq(body + [If(binary('==', call(first, dtype=int64), 0), store)])
+    loop = For(n, call(group, dtype=int64), numel, call(groups, dtype=int64), guarded)
+    grid = min((numel + per_block - 1) // per_block, CUDA_MAX_GRID)
     return Function(name, all_params, loop, 'cuda', grid=(max(grid, 1),), block=(CUDA_BLOCK,))
 
 
