@@ -33,15 +33,21 @@ class Operator:
         from hidet.drivers import build_task
 
         outputs = [_empty(t.shape, t.dtype, self.device) for t in self.outputs]
-        if all(t.numel() > 0 for t in outputs) and all(t.numel() > 0 for t in self.inputs):
+        # Empty inputs still launch: a kernel reads only the elements its outputs need (a matmul with
+        # k = 0 writes zeros, a constant pad of an empty tensor writes the padding).
+        if all(t.numel() > 0 for t in outputs):
             module = build_task(self.task, 'cuda' if self.device.is_cuda() else 'cpu')
             module['launch'](*self.inputs, *outputs)
         return outputs
 
-    def get_output(self, index: int = 0) -> Tensor:
+    def get_outputs(self) -> List[Tensor]:
+        """All outputs: computed at once for concrete inputs, symbolic otherwise."""
         if any(t.is_symbolic() for t in self.inputs):
-            return self.outputs[index]
-        return self.run()[index]
+            return list(self.outputs)
+        return self.run()
+
+    def get_output(self, index: int = 0) -> Tensor:
+        return self.get_outputs()[index]
 
     def __repr__(self) -> str:
         attrs = ', '.join(f'{k}={v!r}' for k, v in self.attrs.items())

@@ -91,13 +91,6 @@ def _check_index_dtype(op: str, index: Tensor) -> None:
         raise TypeError(f'{op}: the index tensor must have an integer dtype, got {index.dtype.name}')
 
 
-def _outputs(op: Operator) -> List[Tensor]:
-    """All outputs of ``op``: computed at once for concrete inputs, symbolic otherwise."""
-    if any(t.is_symbolic() for t in op.inputs):
-        return list(op.outputs)
-    return op.run()
-
-
 # ---------------------------------------------------------------- reshape family
 class ReshapeOp(Operator):
     """A copy of ``x`` with a new shape of the same number of elements (row-major order kept).
@@ -334,11 +327,7 @@ def concat(tensors: Sequence[Tensor], axis: int = 0) -> Tensor:
         if t.ndim != first.ndim or any(t.shape[d] != first.shape[d] for d in range(ndim) if d != ax):
             shapes = ', '.join(str(s.shape) for s in tensors)
             raise ValueError(f'concat: shapes {shapes} do not match: all dimensions except {ax} must be equal')
-    # an empty tensor adds nothing (and would stop the kernel from running)
-    nonempty = [t for t in kept if t.numel() > 0]
-    if not nonempty:
-        return ConcatOp(kept, ax).get_output(0)
-    return ConcatOp(nonempty, ax).get_output(0)
+    return ConcatOp(kept, ax).get_output(0)
 
 
 cat = concat
@@ -417,7 +406,7 @@ def split(x: Tensor, split_size_or_sections: Ints, axis: int = 0) -> List[Tensor
     full = [i for i, s in enumerate(sizes) if s > 0 and rest > 0]
     results: List[Optional[Tensor]] = [None] * len(sizes)
     if full:
-        pieces = _outputs(SplitOp(x, ax, [offsets[i] for i in full], [sizes[i] for i in full]))
+        pieces = SplitOp(x, ax, [offsets[i] for i in full], [sizes[i] for i in full]).get_outputs()
         for i, piece in zip(full, pieces):
             results[i] = piece
     for i, r in enumerate(results):
@@ -638,11 +627,6 @@ def pad(x: Tensor, pads: Sequence[int], mode: str = 'constant', value=0) -> Tens
                                  f'than the dimension ({n})')
     if mode != 'constant':
         value = 0
-    out_shape = [n + lo + hi for n, lo, hi in zip(x.shape, before, after)]
-    if x.numel() == 0 and _prod(out_shape) > 0 and not x.is_symbolic():
-        from hidet.graph.creation import full
-
-        return full(out_shape, value, x.dtype, x.device)  # nothing to read: all padding
     return PadOp(x, before, after, mode, value).get_output(0)
 
 
