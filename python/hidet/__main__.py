@@ -3,6 +3,7 @@ import argparse
 import os
 
 import hidet
+from hidet.backend.compiler import include_dir, lib_dir
 
 
 def main() -> None:
@@ -12,9 +13,9 @@ def main() -> None:
     parser.add_argument('--lib-dir', action='store_true', help='the directory holding libhidet_runtime.so')
     args = parser.parse_args()
     if args.include_dir:
-        print(os.path.join(root, 'include'))
+        print(include_dir())
     elif args.lib_dir:
-        print(os.path.join(root, 'lib'))
+        print(lib_dir())
     else:
         print(f'hidet {hidet.__version__} at {root}')
         print(f'cuda: {"available, %d device(s)" % hidet.cuda.device_count() if hidet.cuda.available() else hidet.cuda.unavailable_reason()}')

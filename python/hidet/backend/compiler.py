@@ -42,11 +42,22 @@ class CompilationError(RuntimeError):
         )
 
 
-def include_dir() -> str:
-    """hidet's headers (hidet/kernel_abi.h, ...), shipped inside the package."""
-    import hidet
+def _install_root() -> str:
+    """Where the package's built parts live: beside the compiled ``_C`` module (in an editable install
+    the Python sources stay in the checkout while headers and libraries are installed here)."""
+    from hidet import _C
 
-    return os.path.join(os.path.dirname(hidet.__file__), 'include')
+    return os.path.dirname(os.path.abspath(_C.__file__))
+
+
+def include_dir() -> str:
+    """hidet's headers (hidet/kernel_abi.h, hidet/runtime.h, ...), shipped inside the package."""
+    return os.path.join(_install_root(), 'include')
+
+
+def lib_dir() -> str:
+    """The directory holding libhidet_runtime.so."""
+    return os.path.join(_install_root(), 'lib')
 
 
 @functools.lru_cache(maxsize=None)
