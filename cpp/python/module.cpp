@@ -100,6 +100,14 @@ static void bind_cuda(py::module_& m) {
     int32_t count = 0;
     return hidet_cuda_device_count(&count) == 0 && count > 0;
   }, "Whether a CUDA driver and at least one GPU are present.");
+  m.def("fnv1a64", [](uintptr_t data, uint64_t nbytes) {
+    uint64_t h;
+    {
+      py::gil_scoped_release release;
+      h = hidet_fnv1a64(as_ptr(data), nbytes);
+    }
+    return h;
+  }, "FNV-1a 64-bit hash of host memory (the artifact checksum)");
   m.def("cuda_unavailable_reason", []() { return std::string(hidet_cuda_unavailable_reason()); });
   m.def("cuda_device_synchronize", [](int device) { call_nogil([&] { return hidet_cuda_device_synchronize(device); }); });
   m.def("cuda_mem_get_info", [](int device) {

@@ -26,7 +26,9 @@ from .ir.dtypes import (
 )
 from .runtime import HidetRuntimeError, OutOfMemoryError
 from .runtime.device import Device, device
-from .graph import Tensor, from_dlpack, from_numpy, from_torch, ops
+from .graph import FlowGraph, Tensor, from_dlpack, from_numpy, from_torch, ops, symbol, symbol_like, trace_from
+from . import graph, utils
+from .runtime.compiled_graph import CompiledGraph, load_compiled_graph
 from .graph.creation import (
     arange,
     asarray,

@@ -67,6 +67,12 @@ HIDET_API const char* hidet_get_last_error(void);
 /*! \brief Version of this C API; a caller compiled against another version should refuse it. */
 HIDET_API int32_t hidet_runtime_abi_version(void);
 
+/*!
+ * \brief The FNV-1a 64-bit hash of `nbytes` bytes at `data` (host memory), as artifacts use to
+ * detect corruption (docs/artifact.md). Cannot fail; NULL with nbytes 0 is allowed.
+ */
+HIDET_API uint64_t hidet_fnv1a64(const void* data, uint64_t nbytes);
+
 /* ---------------------------------------------------------------- devices */
 
 /*!

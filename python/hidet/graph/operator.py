@@ -28,17 +28,35 @@ class Operator:
     def name(self) -> str:
         return type(self).__name__
 
+    @property
+    def target(self) -> str:
+        return 'cuda' if self.device.is_cuda() else 'cpu'
+
     def run(self) -> List[Tensor]:
         """Compute the outputs from concrete inputs."""
+        return self.compute(self.inputs)
+
+    def compute(self, inputs: Sequence[Tensor]) -> List[Tensor]:
+        """Run this operator's kernel on concrete ``inputs`` (shaped like ``self.inputs``) into new tensors."""
         from hidet.drivers import build_task
 
         outputs = [_empty(t.shape, t.dtype, self.device) for t in self.outputs]
         # Empty inputs still launch: a kernel reads only the elements its outputs need (a matmul with
         # k = 0 writes zeros, a constant pad of an empty tensor writes the padding).
         if all(t.numel() > 0 for t in outputs):
-            module = build_task(self.task, 'cuda' if self.device.is_cuda() else 'cpu')
-            module['launch'](*self.inputs, *outputs)
+            build_task(self.task, self.target)['launch'](*inputs, *outputs)
         return outputs
+
+    def clone(self, inputs: Sequence[Tensor]) -> 'Operator':
+        """The same operator (task and attributes) applied to other inputs of the same shapes and dtypes;
+        graph passes rebuild graphs with it."""
+        for old, new in zip(self.inputs, inputs):
+            if old.shape != new.shape or old.dtype != new.dtype:
+                raise ValueError(f'{self.name}.clone: input {new.signature()} does not match {old.signature()}')
+        op = object.__new__(type(self))
+        op.inputs, op.attrs, op.task, op.device = list(inputs), self.attrs, self.task, self.device
+        op.outputs = [Tensor(t.shape, t.dtype, self.device, None, trace=(op, i)) for i, t in enumerate(self.outputs)]
+        return op
 
     def get_outputs(self) -> List[Tensor]:
         """All outputs: computed at once for concrete inputs, symbolic otherwise."""

@@ -1,0 +1,36 @@
+"""Graph optimization: a row of passes, one file each, under a PassContext.
+
+    with hidet.graph.PassContext() as ctx:
+        ctx.set_precision('float16')
+        graph = hidet.graph.optimize(graph)
+"""
+from __future__ import annotations
+
+from typing import List
+
+from hidet.graph.flow_graph import FlowGraph
+from hidet.graph.transforms import pass_context
+from hidet.graph.transforms.base import GraphPass, rewrite_graph
+from hidet.graph.transforms.eliminate_common_subexpressions import EliminateCommonSubexpressions
+from hidet.graph.transforms.fold_constants import FoldConstants
+from hidet.graph.transforms.fuse_operators import FuseOperators
+from hidet.graph.transforms.pass_context import PassContext
+from hidet.graph.transforms.simplify_transforms import SimplifyTransforms
+
+
+def default_passes() -> List[GraphPass]:
+    """Dead code needs no pass: a graph holds only the nodes its outputs depend on."""
+    return [FoldConstants(), SimplifyTransforms(), EliminateCommonSubexpressions(), FuseOperators()]
+
+
+def optimize(graph: FlowGraph) -> FlowGraph:
+    """``graph`` rewritten by the default passes under the current PassContext."""
+    if not isinstance(graph, FlowGraph):
+        raise TypeError(f'optimize expects a FlowGraph (from hidet.trace_from), got {type(graph).__name__}')
+    ctx = pass_context.current()
+    for p in default_passes():
+        before = len(graph.nodes)
+        graph = p(graph, ctx)
+        if ctx.verbose:
+            print(f'{p.name}: {before} -> {len(graph.nodes)} nodes')
+    return graph

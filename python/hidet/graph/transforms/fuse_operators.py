@@ -1,0 +1,131 @@
+"""Operator fusion: groups of operators become one operator, and so one kernel.
+
+Operators with a reduction (matmul, conv, pooling, sums, norms' statistics) are *anchors*; the
+rest are injective. A producer group merges into its consumer group when everything the producer
+group computes is read only by that consumer group (and is not a graph output), and
+- both are injective: a chain of elementwise/shape ops becomes one kernel;
+- the producer is injective, the consumer anchored: a *prologue* (e.g. a cast before a matmul),
+  recomputed at each read by the anchor;
+- the producer is anchored, the consumer injective: an *epilogue* (e.g. bias + activation after a
+  matmul), allowed only when each consumer element reads each anchor element once and the
+  consumer is no larger than the anchor (a broadcast would recompute the reduction per element);
+- both anchored: never.
+Every group then has one sink (the last member) whose outputs are the group's outputs, so running
+groups in the order of their sinks respects all dependencies.
+"""
+from __future__ import annotations
+
+from typing import Dict, List, Optional, Set
+
+from hidet.graph.flow_graph import FlowGraph
+from hidet.graph.operator import Operator
+from hidet.graph.ops.fused import FusedOperator, is_anchor
+from hidet.graph.tensor import Tensor
+from hidet.graph.transforms.base import GraphPass
+from hidet.graph.transforms.pass_context import PassContext
+from hidet.ir.compose import count_reads, reads_data_dependent
+
+
+class _Group:
+    def __init__(self, node: Operator, index: int):
+        self.members: List[Operator] = [node]
+        self.positions: List[int] = [index]
+        self.anchor: Optional[Operator] = node if is_anchor(node) else None
+
+    @property
+    def sink(self) -> Operator:
+        return self.members[self.positions.index(max(self.positions))]
+
+
+class FuseOperators(GraphPass):
+    name = 'fuse_operators'
+
+    def __call__(self, graph: FlowGraph, ctx: PassContext) -> FlowGraph:
+        position = {id(node): i for i, node in enumerate(graph.nodes)}
+        group_of: Dict[int, _Group] = {id(node): _Group(node, i) for i, node in enumerate(graph.nodes)}
+        users = graph.consumers()
+        graph_outputs = {id(t) for t in graph.outputs}
+
+        def readers_outside(group: _Group) -> Optional[Set[int]]:
+            """ids of the groups reading what ``group`` computes; None if it computes a graph output."""
+            readers = set()
+            for member in group.members:
+                for t in member.outputs:
+                    if id(t) in graph_outputs:
+                        return None
+                    readers.update(id(group_of[id(u)]) for u in users.get(id(t), []))
+            readers.discard(id(group))
+            return readers
+
+        def try_merge(producer: _Group, consumer: _Group) -> bool:
+            if producer is consumer or readers_outside(producer) != {id(consumer)}:
+                return False
+            if producer.anchor is not None and consumer.anchor is not None:
+                return False
+            if producer.anchor is not None and not _epilogue_ok(producer, consumer):
+                return False
+            consumer.members = producer.members + consumer.members
+            consumer.positions = producer.positions + consumer.positions
+            consumer.anchor = consumer.anchor or producer.anchor
+            for member in producer.members:
+                group_of[id(member)] = consumer
+            return True
+
+        # Walk consumers from the graph's end so chains collapse toward their sinks in one sweep.
+        for node in reversed(graph.nodes):
+            changed = True
+            while changed:
+                changed = False
+                group = group_of[id(node)]
+                for member in list(group.members):
+                    for t in member.inputs:
+                        if t.trace is not None and try_merge(group_of[id(t.trace[0])], group):
+                            changed = True
+        groups = list({id(g): g for g in group_of.values()}.values())
+        groups.sort(key=lambda g: max(g.positions))
+        return _rebuild(graph, groups, position)
+
+
+def _epilogue_ok(producer: _Group, consumer: _Group) -> bool:
+    """Fusing ``consumer`` after an anchored ``producer`` computes each anchor element once per
+    consumer element: the consumer is one injective sink no larger than the anchor, reading the
+    producer's output once and not through data-dependent indices."""
+    produced = producer.sink.outputs
+    sink = consumer.sink
+    if len(sink.outputs) != 1 or len(produced) != 1:
+        return False
+    if sink.outputs[0].numel() > produced[0].numel():
+        return False
+    probe = FusedOperator.compose(consumer.members, [produced[0]] + _external_inputs(consumer.members, produced))
+    out_node, in_node = probe.outputs[0], probe.inputs[0]
+    return count_reads(out_node, in_node) == 1 and not reads_data_dependent(out_node)
+
+
+def _external_inputs(members: List[Operator], extra: List[Tensor] = ()) -> List[Tensor]:
+    produced = {id(t) for m in members for t in m.outputs}
+    seen = {id(t) for t in extra}
+    found = []
+    for m in members:
+        for t in m.inputs:
+            if id(t) not in produced and id(t) not in seen:
+                seen.add(id(t))
+                found.append(t)
+    return found
+
+
+def _rebuild(graph: FlowGraph, groups: List[_Group], position: Dict[int, int]) -> FlowGraph:
+    mapping: Dict[int, Tensor] = {}
+    for group in groups:
+        members = sorted(group.members, key=lambda m: position[id(m)])
+        if len(members) == 1:
+            node = members[0]
+            inputs = [mapping.get(id(t), t) for t in node.inputs]
+            new_outputs = node.clone(inputs).outputs if any(a is not b for a, b in zip(inputs, node.inputs)) \
+                else node.outputs
+        else:
+            inputs = _external_inputs(members)
+            fused = FusedOperator(members, inputs, [mapping.get(id(t), t) for t in inputs])
+            new_outputs = fused.outputs
+        for old, new in zip(group.sink.outputs, new_outputs):
+            mapping[id(old)] = new
+    return FlowGraph([mapping.get(id(t), t) for t in graph.outputs], graph.inputs)

@@ -1,0 +1,36 @@
+"""Shape-op simplification: identity reshapes and permutes vanish; reshape∘reshape and
+permute∘permute become one op (the inner one dies if nothing else reads it)."""
+from __future__ import annotations
+
+from hidet.graph import ops
+from hidet.graph.flow_graph import FlowGraph
+from hidet.graph.ops.transform import PermuteOp, ReshapeOp
+from hidet.graph.transforms.base import GraphPass, rewrite_graph
+from hidet.graph.transforms.pass_context import PassContext
+
+
+class SimplifyTransforms(GraphPass):
+    name = 'simplify_transforms'
+
+    def __call__(self, graph: FlowGraph, ctx: PassContext) -> FlowGraph:
+        def simplify(node, inputs):
+            if not isinstance(node, (ReshapeOp, PermuteOp)):
+                return None
+            x = inputs[0]
+            producer = x.trace[0] if x.trace is not None else None
+            if isinstance(node, ReshapeOp):
+                shape = node.outputs[0].shape
+                if shape == x.shape:
+                    return [x]
+                if isinstance(producer, ReshapeOp):
+                    return [ops.reshape(producer.inputs[0], shape)]
+                return None
+            dims = list(node.attrs['dims'])
+            if dims == sorted(dims):
+                return [x]
+            if isinstance(producer, PermuteOp):
+                inner = producer.attrs['dims']
+                return [ops.permute(producer.inputs[0], [inner[d] for d in dims])]
+            return None
+
+        return rewrite_graph(graph, simplify)

@@ -1,0 +1,82 @@
+"""The ``.hidet`` artifact container (docs/artifact.md): named entries with FNV-1a-64 hashes.
+
+Python writes artifacts; the C++ runtime reads them (and so runs every CompiledGraph). ``read``
+here is for inspection and tests (e.g. ``hidet.runtime.artifact.read_manifest(path)``).
+"""
+from __future__ import annotations
+
+import json
+import struct
+from typing import Dict, List, Tuple
+
+MAGIC = b'HIDETART'
+CONTAINER_VERSION = 1
+FORMAT_VERSION = 1
+ALIGN = 64
+
+_FNV_OFFSET, _FNV_PRIME, _MASK = 0xCBF29CE484222325, 0x100000001B3, (1 << 64) - 1
+
+
+def fnv1a64(data: bytes) -> int:
+    """FNV-1a 64-bit hash of ``data`` (computed by the C++ runtime: the loader checks the same)."""
+    import numpy as np
+
+    from hidet import _C
+
+    arr = np.frombuffer(data, dtype=np.uint8)
+    return _C.fnv1a64(arr.ctypes.data if arr.nbytes else 0, arr.nbytes)
+
+
+def _align(n: int) -> int:
+    return (n + ALIGN - 1) // ALIGN * ALIGN
+
+
+def write(entries: List[Tuple[str, bytes]]) -> bytes:
+    """The container bytes holding ``entries`` (name, data) in order."""
+    header_size = 16 + sum(4 + len(name.encode()) + 24 for name, _ in entries)
+    offset = _align(header_size)
+    headers, layout = [], []
+    for name, data in entries:
+        raw = name.encode()
+        headers.append(struct.pack('<I', len(raw)) + raw + struct.pack('<QQQ', offset, len(data), fnv1a64(data)))
+        layout.append(offset)
+        offset = _align(offset + len(data))
+    out = bytearray(offset)
+    head = MAGIC + struct.pack('<II', CONTAINER_VERSION, len(entries)) + b''.join(headers)
+    out[:len(head)] = head
+    for (_, data), at in zip(entries, layout):
+        out[at:at + len(data)] = data
+    return bytes(out)
+
+
+def read(data: bytes, source: str = '<memory>') -> Dict[str, bytes]:
+    """The entries of container ``data``; errors name ``source`` and what is wrong."""
+    if len(data) < 16 or data[:8] != MAGIC:
+        raise ValueError(f'{source} is not a hidet artifact (bad magic)')
+    version, count = struct.unpack_from('<II', data, 8)
+    if version != CONTAINER_VERSION:
+        raise ValueError(f'{source}: container version {version}; this hidet reads version {CONTAINER_VERSION}')
+    entries, pos = {}, 16
+    for _ in range(count):
+        if pos + 4 > len(data):
+            raise ValueError(f'{source} is truncated (entry table)')
+        (n,) = struct.unpack_from('<I', data, pos)
+        name = data[pos + 4:pos + 4 + n].decode()
+        pos += 4 + n
+        if pos + 24 > len(data):
+            raise ValueError(f'{source} is truncated (entry table)')
+        offset, size, digest = struct.unpack_from('<QQQ', data, pos)
+        pos += 24
+        if offset + size > len(data):
+            raise ValueError(f'{source} is truncated: entry {name} ends at byte {offset + size} but the file has '
+                             f'{len(data)} bytes')
+        blob = data[offset:offset + size]
+        if fnv1a64(blob) != digest:
+            raise ValueError(f'{source} is corrupt: hash mismatch in {name}')
+        entries[name] = blob
+    return entries
+
+
+def read_manifest(path: str) -> dict:
+    with open(path, 'rb') as f:
+        return json.loads(read(f.read(), path)['manifest.json'])

@@ -1,0 +1,181 @@
+"""CompiledGraph: a built graph run by the C++ executor, one call from Python per run
+(DESIGN.md contract 3). It is an artifact (docs/artifact.md) loaded by the runtime; ``save``
+writes the same bytes to disk and ``load_compiled_graph`` reads them back."""
+from __future__ import annotations
+
+import json
+import os
+from typing import List, Optional, Sequence, Tuple
+
+from hidet import _C
+from hidet.ir.dtypes import DataType, data_type
+from hidet.runtime import artifact
+
+
+class TensorSignature:
+    """Name, dtype and shape of a compiled graph's input or output."""
+
+    def __init__(self, name: str, dtype: DataType, shape: Tuple[int, ...]):
+        self.name, self.dtype, self.shape = name, dtype, shape
+
+    def __repr__(self) -> str:
+        return f'{self.name}: {self.dtype.name}{list(self.shape)}'
+
+
+class CompiledGraph:
+    def __init__(self, data: bytes, source: str = '<memory>'):
+        entries = artifact.read(data, source)
+        self.manifest = json.loads(entries['manifest.json'])
+        if self.manifest.get('format_version') != artifact.FORMAT_VERSION:
+            raise ValueError(f'{source} has artifact format version {self.manifest.get("format_version")}; '
+                             f'this hidet reads version {artifact.FORMAT_VERSION}')
+        self.target: str = self.manifest['target']
+        device_id = 0
+        if self.target == 'cuda':
+            from hidet.runtime.cuda import current_device
+
+            device_id = current_device()
+        self._graph = _C.Graph.load_bytes(data, device_id)
+        self._data = data
+        self.device = _device_of(self.target, device_id)
+        tensors = self.manifest['tensors']
+
+        def signature(entry) -> TensorSignature:
+            spec = tensors[entry['tensor']]
+            return TensorSignature(entry['name'], data_type(spec['dtype']), tuple(spec['shape']))
+
+        self.inputs: List[TensorSignature] = [signature(e) for e in self.manifest['inputs']]
+        self.outputs: List[TensorSignature] = [signature(e) for e in self.manifest['outputs']]
+
+    # ------------------------------------------------------------------ running
+    def __call__(self, *inputs):
+        """Run on hidet or torch tensors (all of one kind); returns fresh tensors of the same kind:
+        one tensor, or a list when the graph has several outputs."""
+        outputs = self.run(inputs)
+        return outputs[0] if len(outputs) == 1 else outputs
+
+    def run(self, inputs: Sequence, stream: Optional[int] = None) -> list:
+        in_addrs, is_torch = self._check_inputs(inputs)
+        outputs = self._new_outputs(is_torch)
+        out_addrs = [t.data_ptr() for t in outputs]
+        self._graph.run(in_addrs, out_addrs, self._stream(inputs, stream))
+        return outputs
+
+    def cuda_graph(self) -> 'CudaGraph':
+        """The graph captured into a CUDA graph: ``run(inputs)`` replays it (inputs copied into the
+        graph's static buffers, outputs copied out into fresh tensors, so later replays never
+        overwrite results already returned)."""
+        if self.target != 'cuda':
+            raise RuntimeError('cuda_graph() needs a graph built for CUDA; this one was built for the CPU')
+        return CudaGraph(self, self._graph.cuda_graph())
+
+    def _check_inputs(self, inputs: Sequence) -> Tuple[List[int], bool]:
+        if len(inputs) != len(self.inputs):
+            raise ValueError(f'the compiled graph takes {len(self.inputs)} input(s) '
+                             f'({", ".join(map(repr, self.inputs))}), got {len(inputs)}')
+        kinds = {type(t).__module__.split('.')[0] for t in inputs}
+        is_torch = 'torch' in kinds
+        if len(kinds) > 1:
+            raise TypeError('pass either hidet or torch tensors, not a mix')
+        addrs = []
+        for i, (sig, t) in enumerate(zip(self.inputs, inputs)):
+            if is_torch:
+                shape, dtype, dev = tuple(t.shape), _torch_dtype_name(t.dtype), ('cuda' if t.is_cuda else 'cpu')
+                if not t.is_contiguous():
+                    raise ValueError(f'input {i} ({sig.name}) is not contiguous; call .contiguous() first')
+            else:
+                if not hasattr(t, 'is_symbolic') or t.is_symbolic():
+                    raise TypeError(f'input {i} ({sig.name}): expected a concrete tensor, got {t!r:.80}')
+                shape, dtype, dev = t.shape, t.dtype.name, t.device.kind
+            if shape != sig.shape or dtype != sig.dtype.name or dev != self.device.kind:
+                raise ValueError(f'input {i} ({sig.name}): expected {sig.dtype.name}{list(sig.shape)} on '
+                                 f'{self.device.kind}, got {dtype}{list(shape)} on {dev}')
+            addrs.append(t.data_ptr())
+        return addrs, is_torch
+
+    def _new_outputs(self, is_torch: bool) -> list:
+        if is_torch:
+            import torch
+
+            dev = 'cpu' if self.target == 'cpu' else f'cuda:{self.device.id}'
+            return [torch.empty(sig.shape, dtype=getattr(torch, sig.dtype.name),
+                                device=dev) for sig in self.outputs]
+        from hidet.graph.tensor import _empty
+
+        return [_empty(sig.shape, sig.dtype, self.device) for sig in self.outputs]
+
+    def _stream(self, inputs: Sequence, stream: Optional[int]) -> int:
+        if stream is not None:
+            return int(getattr(stream, 'handle', stream))
+        if self.target == 'cpu':
+            return 0
+        from hidet.runtime.compiled_module import _default_stream
+
+        return _default_stream(inputs) if inputs else _current_hidet_stream()
+
+    # ------------------------------------------------------------------ files
+    def save(self, path: str) -> None:
+        """Write the artifact to ``path`` (atomically: a reader never sees a half-written file)."""
+        path = os.fspath(path)
+        tmp = f'{path}.tmp{os.getpid()}'
+        with open(tmp, 'wb') as f:
+            f.write(self._data)
+        os.replace(tmp, path)
+
+    @property
+    def num_kernels(self) -> int:
+        return len(self.manifest['kernels'])
+
+    @property
+    def arena_nbytes(self) -> int:
+        """Bytes of the intermediate arena (the planned peak of intermediates)."""
+        return self.manifest['arena_nbytes']
+
+    @property
+    def weights_nbytes(self) -> int:
+        return self.manifest['weights_nbytes']
+
+    def __repr__(self) -> str:
+        return (f'CompiledGraph({self.target}, inputs={self.inputs}, outputs={self.outputs}, '
+                f'kernels={self.num_kernels}, arena={self.arena_nbytes} bytes, weights={self.weights_nbytes} bytes)')
+
+
+class CudaGraph:
+    """A CompiledGraph captured into a CUDA graph (CompiledGraph.cuda_graph())."""
+
+    def __init__(self, graph: CompiledGraph, handle):
+        self.graph = graph
+        self._handle = handle
+
+    def run(self, inputs: Sequence, stream: Optional[int] = None) -> list:
+        in_addrs, is_torch = self.graph._check_inputs(inputs)
+        outputs = self.graph._new_outputs(is_torch)
+        self._handle.run(in_addrs, [t.data_ptr() for t in outputs], self.graph._stream(inputs, stream))
+        return outputs
+
+    def __call__(self, *inputs):
+        outputs = self.run(inputs)
+        return outputs[0] if len(outputs) == 1 else outputs
+
+
+def load_compiled_graph(path: str) -> CompiledGraph:
+    """Load an artifact written by CompiledGraph.save."""
+    path = os.fspath(path)
+    with open(path, 'rb') as f:
+        return CompiledGraph(f.read(), source=path)
+
+
+def _device_of(target: str, device_id: int):
+    from hidet.runtime.device import Device
+
+    return Device('cpu') if target == 'cpu' else Device('cuda', device_id)
+
+
+def _torch_dtype_name(dtype) -> str:
+    return str(dtype).replace('torch.', '')
+
+
+def _current_hidet_stream() -> int:
+    from hidet.runtime.cuda import current_stream
+
+    return current_stream().handle

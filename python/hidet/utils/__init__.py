@@ -1,0 +1,2 @@
+"""Small user-facing utilities."""
+from .benchmark import benchmark_func

@@ -1,0 +1,151 @@
+"""FlowGraph: tracing from symbolic tensors, printing, running node by node, building and
+saving. Small CNN and transformer block give the same results on every path (and as torch)."""
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import torch
+
+import hidet
+from hidet import ops
+
+from .small_models import cnn_hidet, cnn_torch, cnn_weights, transformer_hidet, transformer_torch, \
+    transformer_weights
+
+
+def _close(actual, expected, tol=1e-4):
+    a = actual.torch().cpu() if isinstance(actual, hidet.Tensor) else actual.cpu()
+    np.testing.assert_allclose(a.numpy(), expected.cpu().numpy(), rtol=tol, atol=tol)
+
+
+def test_trace_and_print():
+    x = hidet.symbol([2, 3])
+    c = hidet.randn([3, 4])
+    d = hidet.randn([4])
+    y = ops.matmul(x, c) + d
+    assert y.is_symbolic() and y.trace is not None
+    graph = hidet.trace_from(y, inputs=[x])
+    text = str(graph)
+    assert 'x: float32[2, 3][cpu]' in text
+    assert 'y1: float32[2, 4][cpu] = Matmul(x, c1)' in text
+    assert '= Add(y1, c2)' in text and 'return y2' in text
+    assert len(graph.nodes) == 2 and graph.constants == [c, d]
+    assert hidet.trace_from(y).inputs == [x]  # found when omitted
+
+
+def test_trace_errors():
+    x, z = hidet.symbol([2]), hidet.symbol([2])
+    with pytest.raises(ValueError, match='not among its inputs'):
+        hidet.trace_from(x + z, inputs=[x])
+    with pytest.raises(ValueError, match='must be symbolic'):
+        hidet.trace_from(x + 1, inputs=[hidet.randn([2])])
+    graph = hidet.trace_from(x * 2, [x])
+    with pytest.raises(ValueError, match=r'expected .*float32.*got .*\(3,\)'):
+        graph(hidet.randn([3]))
+    with pytest.raises(ValueError, match='takes 1 input'):
+        graph()
+
+
+def test_call_node_by_node():
+    x = hidet.symbol([4, 5])
+    graph = hidet.trace_from(ops.softmax(ops.relu(x) * 2.0, axis=-1), [x])
+    a = torch.randn(4, 5)
+    _close(graph(hidet.from_torch(a)), torch.softmax(torch.relu(a) * 2, -1))
+
+
+def test_optimize_fuses_matmul_bias():
+    x = hidet.symbol([2, 3])
+    graph = hidet.trace_from(ops.relu(ops.matmul(x, hidet.randn([3, 4])) + hidet.randn([4])), [x])
+    opt = hidet.graph.optimize(graph)
+    assert len(graph.nodes) == 3 and len(opt.nodes) == 1
+    assert 'Fused[Matmul, Add, Relu]' in str(opt)
+    a = hidet.randn([2, 3])
+    _close(opt(a), graph(a).torch())
+
+
+def test_build_run_save_load(tmp_path):
+    x = hidet.symbol([2, 3])
+    c, d = hidet.randn([3, 4]), hidet.randn([4])
+    graph = hidet.graph.optimize(hidet.trace_from(ops.matmul(x, c) + d, [x]))
+    compiled = graph.build()
+    a = hidet.randn([2, 3])
+    expected = (a.torch() @ c.torch()) + d.torch()
+    _close(compiled(a), expected)
+    _close(compiled(a.torch()), expected)  # torch in, torch out
+    assert isinstance(compiled(a.torch()), torch.Tensor)
+    path = tmp_path / 'g.hidet'
+    compiled.save(path)
+    _close(hidet.load_compiled_graph(path)(a), expected)
+
+
+def test_outputs_that_are_inputs_constants_or_repeated():
+    x = hidet.symbol([3])
+    c = hidet.randn([3])
+    y = x + 1
+    compiled = hidet.trace_from([y, x, c, y], [x]).build()
+    a = hidet.randn([3])
+    outs = compiled(a)
+    for out, ref in zip(outs, [a.torch() + 1, a.torch(), c.torch(), a.torch() + 1]):
+        _close(out, ref)
+    assert outs[0].data_ptr() != outs[3].data_ptr()
+
+
+def test_compiled_graph_input_errors():
+    x = hidet.symbol([2, 2])
+    compiled = hidet.trace_from(x * 3, [x]).build()
+    with pytest.raises(ValueError, match='takes 1 input'):
+        compiled()
+    with pytest.raises(ValueError, match=r'input 0 \(x\): expected float32\[2, 2\]'):
+        compiled(hidet.randn([2, 3]))
+    with pytest.raises(ValueError, match='not contiguous'):
+        compiled(torch.randn(2, 2).t())
+
+
+def test_memory_plan_reuses_the_arena():
+    x = hidet.symbol([64, 64])
+    y = x
+    for _ in range(6):  # a chain of unfusable reductions keeps intermediates alive one at a time
+        y = ops.softmax(y, axis=-1) @ hidet.randn([64, 64])
+    graph = hidet.graph.optimize(hidet.trace_from(y, [x]))
+    compiled = graph.build()
+    one = 64 * 64 * 4
+    assert compiled.arena_nbytes <= 4 * one, compiled
+    a = torch.randn(64, 64)
+    _close(compiled(hidet.from_torch(a)), graph(hidet.from_torch(a)).torch())
+
+
+@pytest.mark.parametrize('model', ['cnn', 'transformer'])
+def test_small_models_on_every_path(model, device, tmp_path):
+    torch.manual_seed(0)
+    if model == 'cnn':
+        w, fh, ft, shape = cnn_weights(device), cnn_hidet, cnn_torch, [2, 3, 8, 8]
+    else:
+        w, fh, ft, shape = transformer_weights(device), transformer_hidet, transformer_torch, [2, 6, 16]
+    x = hidet.symbol(shape, device=device)
+    graph = hidet.trace_from(fh(x, w), [x])
+    a = torch.randn(*shape, device=device)
+    expected = ft(a, w)
+    _close(graph(hidet.from_torch(a)), expected)
+    opt = hidet.graph.optimize(graph)
+    compiled = opt.build()
+    print(f'{model}: {len(graph.nodes)} operators -> {len(opt.nodes)} kernels')
+    assert len(opt.nodes) < len(graph.nodes)
+    _close(compiled(hidet.from_torch(a)), expected)
+    path = tmp_path / f'{model}.hidet'
+    compiled.save(path)
+    np.save(tmp_path / 'a.npy', a.cpu().numpy())
+    np.save(tmp_path / 'expected.npy', expected.cpu().numpy())
+    script = (f'import hidet, numpy as np, torch\n'
+              f'g = hidet.load_compiled_graph({str(path)!r})\n'
+              f'a = torch.from_numpy(np.load({str(tmp_path / "a.npy")!r})).to({device!r})\n'
+              f'y = g(a).cpu().numpy()\n'
+              f'np.testing.assert_allclose(y, np.load({str(tmp_path / "expected.npy")!r}), rtol=1e-4, atol=1e-4)\n')
+    subprocess.run([sys.executable, '-c', script], check=True)
+    if device == 'cuda':
+        cg = compiled.cuda_graph()
+        first = cg.run([hidet.from_torch(a)])[0]
+        b = torch.randn(*shape, device=device)
+        second = cg.run([hidet.from_torch(b)])[0]
+        _close(first, expected)  # not overwritten by the second replay
+        _close(second, ft(b, w))
