@@ -39,22 +39,11 @@ class TensorReplacer:
 
 
 def count_reads(node: TensorNode, of: TensorNode) -> int:
-    """How many times one element of ``node`` reads ``of`` once definitions are inlined (the size of
-    the inlined expression tree, not distinct nodes: a value read twice is computed twice)."""
+    """How many distinct reads of ``of`` one element of ``node`` makes once definitions are inlined.
+    Inlining keeps shared sub-expressions shared (``gelu(a)`` uses ``a`` twice but reads it once),
+    and the scheduler computes each distinct read — a reduction included — once per element."""
     value = inline_computes(node.definition.value)
-    count, stack = 0, [value]
-    while stack:
-        e = stack.pop()
-        if isinstance(e, TensorElement):
-            count += e.tensor is of
-            stack.extend(e.indices)
-        elif isinstance(e, ReduceCompute):
-            stack.append(e.value)
-        else:
-            from hidet.ir.functors import children
-
-            stack.extend(children(e))
-    return count
+    return sum(1 for e in collect(value, TensorElement) if e.tensor is of)
 
 
 def has_reduction(outputs: Sequence[TensorNode]) -> bool:

@@ -13,6 +13,7 @@ from hidet.graph.transforms import pass_context
 from hidet.graph.transforms.base import GraphPass, rewrite_graph
 from hidet.graph.transforms.eliminate_common_subexpressions import EliminateCommonSubexpressions
 from hidet.graph.transforms.fold_constants import FoldConstants
+from hidet.graph.transforms.fold_conv_batch_norm import FoldConvBatchNorm
 from hidet.graph.transforms.fuse_operators import FuseOperators
 from hidet.graph.transforms.pass_context import PassContext
 from hidet.graph.transforms.simplify_transforms import SimplifyTransforms
@@ -20,7 +21,8 @@ from hidet.graph.transforms.simplify_transforms import SimplifyTransforms
 
 def default_passes() -> List[GraphPass]:
     """Dead code needs no pass: a graph holds only the nodes its outputs depend on."""
-    return [FoldConstants(), SimplifyTransforms(), EliminateCommonSubexpressions(), FuseOperators()]
+    return [FoldConstants(), SimplifyTransforms(), FoldConvBatchNorm(), EliminateCommonSubexpressions(),
+            FuseOperators()]
 
 
 def optimize(graph: FlowGraph) -> FlowGraph:

@@ -10,7 +10,7 @@ group computes is read only by that consumer group (and is not a graph output), 
   matmul), allowed only when each consumer element reads each anchor element once and the
   consumer is no larger than the anchor (a broadcast would recompute the reduction per element);
 - both anchored: never.
-Every group then has one sink (the last member) whose outputs are the group's outputs, so running
+Epilogues are merged first (a forward sweep), the rest in a backward sweep. Every group then has one sink (the last member) whose outputs are the group's outputs, so running
 groups in the order of their sinks respects all dependencies.
 """
 from __future__ import annotations
@@ -71,7 +71,15 @@ class FuseOperators(GraphPass):
                 group_of[id(member)] = consumer
             return True
 
-        # Walk consumers from the graph's end so chains collapse toward their sinks in one sweep.
+        # Epilogues first, walking forward (bias + activation join the matmul/conv before they could
+        # become a prologue of the next anchor), then everything else walking back from the graph's
+        # end, so chains collapse toward their sinks in one sweep.
+        for node in graph.nodes:
+            if not is_anchor(node):
+                group = group_of[id(node)]
+                for t in node.inputs:
+                    if t.trace is not None and group_of[id(t.trace[0])].anchor is not None:
+                        try_merge(group_of[id(t.trace[0])], group)
         for node in reversed(graph.nodes):
             changed = True
             while changed:

@@ -20,17 +20,15 @@ class SimplifyTransforms(GraphPass):
             producer = x.trace[0] if x.trace is not None else None
             if isinstance(node, ReshapeOp):
                 shape = node.outputs[0].shape
-                if shape == x.shape:
-                    return [x]
                 if isinstance(producer, ReshapeOp):
-                    return [ops.reshape(producer.inputs[0], shape)]
-                return None
+                    x = producer.inputs[0]
+                return [x] if shape == x.shape else [ops.reshape(x, shape)] if x is not inputs[0] else None
             dims = list(node.attrs['dims'])
-            if dims == sorted(dims):
-                return [x]
             if isinstance(producer, PermuteOp):
                 inner = producer.attrs['dims']
-                return [ops.permute(producer.inputs[0], [inner[d] for d in dims])]
-            return None
+                x, dims = producer.inputs[0], [inner[d] for d in dims]
+            if dims == sorted(dims):
+                return [x]
+            return [ops.permute(x, dims)] if x is not inputs[0] else None
 
         return rewrite_graph(graph, simplify)

@@ -1,0 +1,103 @@
+"""Conv + batch-norm folding: a convolution with constant weights followed by per-channel affine
+ops with constant operands (bias add, inference batch norm: subtract mean, multiply by the inverse
+std, scale, shift) becomes one convolution with scaled weights plus one per-channel add.
+
+    y = (conv(x, W) + b - mean) * inv_std * gamma + beta   →   conv(x, W * s) + t
+
+The chain is folded while each op's result has a single reader; after it the fusion pass turns the
+convolution and its add (and any activation) into one kernel.
+"""
+from __future__ import annotations
+
+from typing import Dict, List, Optional, Tuple
+
+import numpy as np
+
+from hidet.graph.flow_graph import FlowGraph
+from hidet.graph.operator import Operator
+from hidet.graph.ops import arithmetic as ew
+from hidet.graph.ops.arithmetic import BinaryElementwiseOp
+from hidet.graph.ops.conv import ConvOp
+from hidet.graph.tensor import Tensor, _from_host_values, _host_values
+from hidet.graph.transforms.base import GraphPass, rewrite_graph
+from hidet.graph.transforms.pass_context import PassContext
+
+_FOLDABLE = ('add', 'subtract', 'multiply', 'divide')
+
+
+class FoldConvBatchNorm(GraphPass):
+    name = 'fold_conv_batch_norm'
+
+    def __call__(self, graph: FlowGraph, ctx: PassContext) -> FlowGraph:
+        users = graph.consumers()
+        outputs = {id(t) for t in graph.outputs}
+        plans: Dict[int, Tuple[Operator, np.ndarray, np.ndarray]] = {}  # id(chain end) → (conv, scale, shift)
+        for node in graph.nodes:
+            if not isinstance(node, ConvOp) or node.inputs[1].is_symbolic() or not node.outputs[0].dtype.is_float():
+                continue
+            channels = node.outputs[0].shape[1]
+            scale, shift = np.ones(channels, np.float64), np.zeros(channels, np.float64)
+            current, end = node.outputs[0], None
+            while id(current) not in outputs and len(users.get(id(current), [])) == 1:
+                step = _affine_step(users[id(current)][0], current, channels)
+                if step is None:
+                    break
+                op, c, nxt = step
+                if op == 'add':
+                    shift += c
+                elif op == 'subtract':
+                    shift -= c
+                elif op == 'multiply':
+                    scale, shift = scale * c, shift * c
+                else:
+                    scale, shift = scale / c, shift / c
+                current, end = nxt.outputs[0], nxt
+            if end is not None:
+                plans[id(end)] = (node, scale, shift)
+
+        convs = {id(conv) for conv, _, _ in plans.values()}
+        conv_inputs: Dict[int, List[Tensor]] = {}
+
+        def fold(node: Operator, inputs: List[Tensor]):
+            if id(node) in convs:
+                conv_inputs[id(node)] = inputs  # the conv's inputs in the graph being built
+            if id(node) not in plans:
+                return None
+            conv, scale, shift = plans[id(node)]
+            w = conv.inputs[1]
+            w_values = _host_values(w).astype(np.float64) if w.dtype.name != 'bfloat16' else None
+            if w_values is None:
+                return None  # bfloat16 weights: keep the ops (host bf16 math is not worth it here)
+            new_w = (w_values * scale.reshape([-1] + [1] * (w.ndim - 1))).astype(w.dtype.np_dtype)
+            x = conv_inputs[id(conv)][0]
+            conv_out = conv.clone([x, _from_host_values(new_w, w.dtype, w.device)]).outputs[0]
+            t = _from_host_values(shift.reshape([-1] + [1] * (conv_out.ndim - 2)).astype(w.dtype.np_dtype),
+                                  w.dtype, w.device)
+            return [ew.add(conv_out, t)]
+
+        return rewrite_graph(graph, fold)
+
+
+def _affine_step(user: Operator, current: Tensor, channels: int) -> Optional[Tuple[str, np.ndarray, Operator]]:
+    """(op, per-channel constant, user) when ``user`` is ``current`` ∘ constant, constant per channel."""
+    if not isinstance(user, BinaryElementwiseOp) or user.attrs.get('op') not in _FOLDABLE:
+        return None
+    op = user.attrs['op']
+    if user.inputs[0] is current and not user.inputs[1].is_symbolic():
+        const = user.inputs[1]
+    elif user.inputs[1] is current and not user.inputs[0].is_symbolic() and op in ('add', 'multiply'):
+        const = user.inputs[0]
+    else:
+        return None
+    if user.outputs[0].shape != current.shape or const.dtype.name == 'bfloat16':
+        return None
+    values = _per_channel(_host_values(const).astype(np.float64), current.ndim, channels)
+    return None if values is None else (op, values, user)
+
+
+def _per_channel(values: np.ndarray, ndim: int, channels: int) -> Optional[np.ndarray]:
+    """``values`` as a vector over dimension 1 of an ``ndim``-D tensor, if it broadcasts that way."""
+    shape = (1,) * (ndim - values.ndim) + values.shape
+    if any(s != 1 for d, s in enumerate(shape) if d != 1) or shape[1] not in (1, channels):
+        return None
+    return np.broadcast_to(values.reshape(-1), (channels,)).copy()

@@ -1,0 +1,110 @@
+"""Graph passes, one behaviour each: constant folding, shape-op simplification, CSE, conv+bn
+folding and the fusion rules. Every rewritten graph is checked against the original on random data."""
+import numpy as np
+import pytest
+import torch
+
+import hidet
+from hidet import ops
+from hidet.graph.transforms import (EliminateCommonSubexpressions, FoldConstants, FoldConvBatchNorm, FuseOperators,
+                                    PassContext, SimplifyTransforms)
+
+
+def _same(g1, g2, *shapes):
+    xs = [hidet.randn(s) for s in shapes]
+    a, b = g1(*xs), g2(*xs)
+    np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-4, atol=1e-5)
+
+
+def _names(graph):
+    from hidet.graph.flow_graph import display_name
+
+    return [display_name(n) for n in graph.nodes]
+
+
+def test_fold_constants():
+    x = hidet.symbol([4, 3])
+    w = hidet.randn([3, 4])
+    g = hidet.trace_from(ops.matmul(x, ops.transpose(w, 0, 1).transpose(0, 1) * 2.0), [x])
+    folded = FoldConstants()(g, PassContext())
+    assert _names(folded) == ['Matmul']
+    _same(g, folded, [4, 3])
+
+
+def test_simplify_transforms():
+    x = hidet.symbol([2, 3, 4])
+    y = ops.reshape(ops.reshape(x, [6, 4]), [2, 12])
+    z = ops.permute(ops.permute(x, [1, 2, 0]), [2, 0, 1])  # identity overall
+    g = hidet.trace_from([y, ops.reshape(z, [2, 3, 4]) + 1.0], [x])
+    s = SimplifyTransforms()(g, PassContext())
+    assert _names(s).count('Reshape') == 1 and 'Permute' not in _names(s)
+    xs = hidet.randn([2, 3, 4])
+    for a, b in zip(g(xs), s(xs)):
+        np.testing.assert_array_equal(a.numpy(), b.numpy())
+
+
+def test_common_subexpressions():
+    x = hidet.symbol([5])
+    g = hidet.trace_from(ops.exp(x) + ops.exp(x), [x])
+    c = EliminateCommonSubexpressions()(g, PassContext())
+    assert len(g.nodes) == 3 and len(c.nodes) == 2
+    _same(g, c, [5])
+
+
+def test_fold_conv_batch_norm():
+    x = hidet.symbol([1, 3, 6, 6])
+    w, b = hidet.randn([4, 3, 3, 3]), hidet.randn([4])
+    mean, var = hidet.randn([4]), hidet.from_torch(torch.rand(4) + 0.5)
+    gamma, beta = hidet.randn([4]), hidet.randn([4])
+    y = ops.relu(ops.batch_norm(ops.conv2d(x, w, b, padding=1), mean, var, gamma, beta))
+    g = FoldConstants()(hidet.trace_from(y, [x]), PassContext())
+    folded = FoldConvBatchNorm()(g, PassContext())
+    assert _names(folded) == ['Conv2d', 'Add', 'Relu']
+    _same(g, folded, [1, 3, 6, 6])
+    assert _names(hidet.graph.optimize(hidet.trace_from(y, [x]))) == ['Fused[Conv2d, Add, Relu]']
+
+
+def test_fusion_rules():
+    x = hidet.symbol([8, 16])
+    # epilogue: bias + gelu after a matmul; prologue: a cast before it
+    y = ops.gelu(ops.matmul(ops.cast(x, 'float16'), hidet.randn([16, 4], dtype='float16')) + 1.0)
+    g = hidet.trace_from(y, [x])
+    assert _names(hidet.graph.optimize(g)) == ['Fused[CastF16, Matmul, Add, Gelu]']
+    # a reduction read by a broadcast is not an epilogue (it would be recomputed per element)
+    m = ops.max(x, 1, keepdim=True)
+    g = hidet.trace_from(x - m, [x])
+    assert len(FuseOperators()(g, PassContext()).nodes) == 2
+    # a tensor read by two consumers is computed once, not fused into either
+    e = ops.exp(x)
+    g = hidet.trace_from([ops.sum(e, 1), e * 2.0], [x])
+    assert len(FuseOperators()(g, PassContext()).nodes) == 3
+    # two anchors never share a kernel
+    g = hidet.trace_from(ops.sum(ops.matmul(x, hidet.randn([16, 16])), 1), [x])
+    assert len(FuseOperators()(g, PassContext()).nodes) == 2
+
+
+@pytest.mark.parametrize('seed', [0, 1])
+def test_fused_graph_matches(seed):
+    torch.manual_seed(seed)
+    x = hidet.symbol([4, 32])
+    w1, w2 = hidet.randn([32, 32]), hidet.randn([32, 8])
+    h = ops.silu(ops.layer_norm(ops.matmul(x, w1), 32)) * ops.sigmoid(x)
+    y = ops.softmax(ops.matmul(h, w2), axis=-1)
+    g = hidet.trace_from(y, [x])
+    opt = hidet.graph.optimize(g)
+    assert len(opt.nodes) < len(g.nodes)
+    _same(g, opt, [4, 32])
+
+
+def test_pass_context_options():
+    with PassContext() as ctx:
+        ctx.set_precision('float16').set_reduce_precision('float32').set_use_tensor_core(True)
+        ctx.set_parallel_k(nparts=4)
+        from hidet.graph.transforms import pass_context
+
+        assert pass_context.current() is ctx
+        assert ctx.parallel_k == '4'
+    with pytest.raises(ValueError, match='precision'):
+        PassContext().set_precision('int8')
+    with pytest.raises(ValueError, match='at most one'):
+        PassContext().set_parallel_k(disabled=True, nparts=2)
