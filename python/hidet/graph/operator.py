@@ -2,6 +2,7 @@
 first use); on symbolic inputs it records itself in its outputs' ``trace``."""
 from __future__ import annotations
 
+import functools
 from typing import Any, Dict, List, Sequence
 
 from hidet.graph.tensor import Tensor, _empty
@@ -9,6 +10,23 @@ from hidet.ir.task import Task
 
 
 class Operator:
+    """Subclasses build their Task in ``__init__``; the arguments of that call are kept so
+    ``reforward`` can build the same operator for inputs of other dtypes (graph passes use it)."""
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        init = cls.__dict__.get('__init__')
+        if init is None:
+            return
+
+        @functools.wraps(init)
+        def recording_init(self, *args, **kw):
+            if not hasattr(self, '_construction'):  # the outermost subclass's call
+                self._construction = (args, kw)
+            init(self, *args, **kw)
+
+        cls.__init__ = recording_init
+
     def __init__(self, inputs: Sequence[Tensor], attrs: Dict[str, Any], task: Task):
         self.inputs: List[Tensor] = list(inputs)
         self.attrs = attrs
@@ -56,7 +74,16 @@ class Operator:
         op = object.__new__(type(self))
         op.inputs, op.attrs, op.task, op.device = list(inputs), self.attrs, self.task, self.device
         op.outputs = [Tensor(t.shape, t.dtype, self.device, None, trace=(op, i)) for i, t in enumerate(self.outputs)]
+        if hasattr(self, '_construction'):
+            op._construction = _substitute(self._construction, dict(zip(map(id, self.inputs), inputs)))
         return op
+
+    def reforward(self, inputs: Sequence[Tensor]) -> 'Operator':
+        """This operator built anew for ``inputs`` (which may differ in dtype from ``self.inputs``)."""
+        if not hasattr(self, '_construction'):
+            raise TypeError(f'{self.name} cannot be rebuilt for new inputs (it was not made by a constructor call)')
+        args, kwargs = _substitute(self._construction, dict(zip(map(id, self.inputs), inputs)))
+        return type(self)(*args, **kwargs)
 
     def get_outputs(self) -> List[Tensor]:
         """All outputs: computed at once for concrete inputs, symbolic otherwise."""
@@ -70,3 +97,15 @@ class Operator:
     def __repr__(self) -> str:
         attrs = ', '.join(f'{k}={v!r}' for k, v in self.attrs.items())
         return f'{self.name}({attrs})'
+
+
+def _substitute(value, mapping: Dict[int, Tensor]):
+    """``value`` with the tensors of ``mapping`` (by identity) replaced, inside tuples, lists and dicts."""
+    if isinstance(value, Tensor):
+        return mapping.get(id(value), value)
+    if isinstance(value, (list, tuple)):
+        items = [_substitute(v, mapping) for v in value]
+        return items if isinstance(value, list) else tuple(items)
+    if isinstance(value, dict):
+        return {k: _substitute(v, mapping) for k, v in value.items()}
+    return value

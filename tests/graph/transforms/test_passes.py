@@ -108,3 +108,19 @@ def test_pass_context_options():
         PassContext().set_precision('int8')
     with pytest.raises(ValueError, match='at most one'):
         PassContext().set_parallel_k(disabled=True, nparts=2)
+
+
+@pytest.mark.parametrize('precision', ['float16', 'bfloat16'])
+def test_convert_precision(precision):
+    x = hidet.symbol([4, 16])
+    w, b = hidet.randn([16, 8]), hidet.randn([8])
+    g = hidet.trace_from(ops.softmax(ops.gelu(x @ w + b), -1), [x])
+    with PassContext() as ctx:
+        ctx.set_precision(precision)
+        low = hidet.graph.optimize(g)
+    assert low.outputs[0].dtype.name == 'float32' and low.inputs[0].dtype.name == 'float32'
+    assert all(c.dtype.name == precision for c in low.constants)
+    assert any(n.outputs[0].dtype.name == precision for n in low.nodes)
+    a = hidet.randn([4, 16])
+    tol = 2e-3 if precision == 'float16' else 2e-2
+    np.testing.assert_allclose(low(a).numpy(), g(a).numpy(), atol=tol, rtol=tol)
