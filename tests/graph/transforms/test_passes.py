@@ -124,3 +124,15 @@ def test_convert_precision(precision):
     a = hidet.randn([4, 16])
     tol = 2e-3 if precision == 'float16' else 2e-2
     np.testing.assert_allclose(low(a).numpy(), g(a).numpy(), atol=tol, rtol=tol)
+
+
+def test_reduce_precision():
+    x = hidet.symbol([4, 64], dtype='float16')
+    g = hidet.trace_from(ops.sum(x, 1), [x])
+    assert 'sum<f32->f16>' in str(g.nodes[0].task)  # accumulate in f32 by default
+    with PassContext() as ctx:
+        ctx.set_reduce_precision('float16')
+        low = hidet.graph.optimize(g)
+    assert 'sum<f16->f16>' in str(low.nodes[0].task)
+    a = hidet.randn([4, 64], dtype='float16')
+    np.testing.assert_allclose(low(a).numpy().astype('float32'), g(a).numpy().astype('float32'), atol=0.1, rtol=0.02)

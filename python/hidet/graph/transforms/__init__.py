@@ -12,6 +12,7 @@ from hidet.graph.flow_graph import FlowGraph
 from hidet.graph.transforms import pass_context
 from hidet.graph.transforms.base import GraphPass, rewrite_graph
 from hidet.graph.transforms.convert_precision import ConvertPrecision
+from hidet.graph.transforms.convert_reduce_precision import ConvertReducePrecision
 from hidet.graph.transforms.eliminate_common_subexpressions import EliminateCommonSubexpressions
 from hidet.graph.transforms.fold_constants import FoldConstants
 from hidet.graph.transforms.fold_conv_batch_norm import FoldConvBatchNorm
@@ -22,7 +23,7 @@ from hidet.graph.transforms.simplify_transforms import SimplifyTransforms
 
 def default_passes() -> List[GraphPass]:
     """Dead code needs no pass: a graph holds only the nodes its outputs depend on."""
-    return [ConvertPrecision(), FoldConstants(), SimplifyTransforms(), FoldConvBatchNorm(), EliminateCommonSubexpressions(),
+    return [ConvertPrecision(), ConvertReducePrecision(), FoldConstants(), SimplifyTransforms(), FoldConvBatchNorm(), EliminateCommonSubexpressions(),
             FuseOperators()]
 
 
