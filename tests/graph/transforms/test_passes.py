@@ -136,3 +136,16 @@ def test_reduce_precision():
     assert 'sum<f16->f16>' in str(low.nodes[0].task)
     a = hidet.randn([4, 64], dtype='float16')
     np.testing.assert_allclose(low(a).numpy().astype('float32'), g(a).numpy().astype('float32'), atol=0.1, rtol=0.02)
+
+
+def test_merge_sibling_matmuls():
+    from hidet.graph.transforms import MergeSiblingMatmuls
+
+    x = hidet.symbol([2, 5, 8])
+    ws = [hidet.randn([8, n]) for n in (8, 8, 4)]
+    g = hidet.trace_from([ops.relu(x @ w) for w in ws] + [x @ hidet.randn([4, 4]).reshape([8, 2])], [x])
+    merged = MergeSiblingMatmuls()(FoldConstants()(g, PassContext()), PassContext())
+    assert _names(merged).count('Matmul') == 1
+    a = hidet.randn([2, 5, 8])
+    for u, v in zip(g(a), merged(a)):
+        np.testing.assert_allclose(u.numpy(), v.numpy(), rtol=1e-5, atol=1e-5)

@@ -17,13 +17,15 @@ from hidet.graph.transforms.eliminate_common_subexpressions import EliminateComm
 from hidet.graph.transforms.fold_constants import FoldConstants
 from hidet.graph.transforms.fold_conv_batch_norm import FoldConvBatchNorm
 from hidet.graph.transforms.fuse_operators import FuseOperators
+from hidet.graph.transforms.merge_sibling_matmuls import MergeSiblingMatmuls
 from hidet.graph.transforms.pass_context import PassContext
 from hidet.graph.transforms.simplify_transforms import SimplifyTransforms
 
 
 def default_passes() -> List[GraphPass]:
     """Dead code needs no pass: a graph holds only the nodes its outputs depend on."""
-    return [ConvertPrecision(), ConvertReducePrecision(), FoldConstants(), SimplifyTransforms(), FoldConvBatchNorm(), EliminateCommonSubexpressions(),
+    return [ConvertPrecision(), ConvertReducePrecision(), FoldConstants(), SimplifyTransforms(), FoldConvBatchNorm(),
+            MergeSiblingMatmuls(), EliminateCommonSubexpressions(),
             FuseOperators()]
 
 
