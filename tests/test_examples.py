@@ -14,13 +14,15 @@ def test_quickstart_runs():
     out = subprocess.run([sys.executable, os.path.join(ROOT, 'examples', 'quickstart.py')], capture_output=True,
                          text=True, check=True, cwd='/tmp').stdout
     assert "Tensor(shape=(2, 3), dtype='float32'" in out and 'round trip through torch' in out
+    assert 'Fused[Matmul, Add]' in out and 'compiled graph matches' in out
 
 
 def _run_c_example(tmp_path, device: str) -> str:
-    package = os.path.dirname(hidet.__file__)
+    from hidet.backend.compiler import include_dir, lib_dir as runtime_lib_dir
+
     exe = str(tmp_path / 'runtime_info')
-    lib_dir = os.path.join(package, 'lib')
-    subprocess.run(['cc', os.path.join(ROOT, 'examples', 'cpp', 'runtime_info.c'), '-I', os.path.join(package, 'include'),
+    lib_dir = runtime_lib_dir()
+    subprocess.run(['cc', os.path.join(ROOT, 'examples', 'cpp', 'runtime_info.c'), '-I', include_dir(),
                     '-L', lib_dir, '-lhidet_runtime', f'-Wl,-rpath,{lib_dir}', '-o', exe], check=True)
     return subprocess.run([exe, device], capture_output=True, text=True, check=True).stdout
 
