@@ -1,0 +1,89 @@
+"""The .hidet artifact: round trips, and clear errors for corrupt, truncated, wrong-version and
+wrong-target files (never a crash)."""
+import json
+
+import numpy as np
+import pytest
+
+import hidet
+from hidet.runtime import artifact
+
+
+@pytest.fixture(scope='module')
+def saved(tmp_path_factory):
+    x = hidet.symbol([3, 4])
+    graph = hidet.graph.optimize(hidet.trace_from(hidet.ops.relu(x @ hidet.randn([4, 2])), [x]))
+    path = tmp_path_factory.mktemp('art') / 'g.hidet'
+    graph.build().save(path)
+    return path
+
+
+def _rewrite(path, out, fn):
+    entries = artifact.read(path.read_bytes())
+    manifest = json.loads(entries['manifest.json'])
+    fn(manifest)
+    entries['manifest.json'] = json.dumps(manifest).encode()
+    out.write_bytes(artifact.write(list(entries.items())))
+    return out
+
+
+def test_manifest(saved):
+    m = artifact.read_manifest(str(saved))
+    assert m['format_version'] == artifact.FORMAT_VERSION and m['target'] == 'cpu'
+    assert [t['storage'] for t in m['tensors']].count('weight') == 1
+    assert m['inputs'][0]['name'] == 'x' and len(m['kernels']) == 1
+
+
+def test_round_trip(saved):
+    g = hidet.load_compiled_graph(saved)
+    a = hidet.randn([3, 4])
+    np.testing.assert_allclose(g(a).numpy(), g(a).numpy())
+    assert g(a).shape == (3, 2)
+
+
+def test_not_an_artifact(tmp_path):
+    p = tmp_path / 'x.hidet'
+    p.write_bytes(b'hello world, not an artifact at all')
+    with pytest.raises(ValueError, match='not a hidet artifact'):
+        hidet.load_compiled_graph(p)
+
+
+def test_truncated(saved, tmp_path):
+    data = saved.read_bytes()
+    for cut in sorted({8, 16, 40, len(data) // 3, len(data) // 2, len(data) - 1}):
+        p = tmp_path / f'cut{cut}.hidet'
+        p.write_bytes(data[:cut])
+        with pytest.raises(ValueError, match='truncated|not a hidet artifact'):
+            hidet.load_compiled_graph(p)
+
+
+def test_corrupt(saved, tmp_path):
+    data = bytearray(saved.read_bytes())
+    data[-100] ^= 0xFF  # inside the last entry (a kernel library)
+    p = tmp_path / 'corrupt.hidet'
+    p.write_bytes(bytes(data))
+    with pytest.raises(ValueError, match='corrupt: hash mismatch'):
+        hidet.load_compiled_graph(p)
+
+
+def test_wrong_format_version(saved, tmp_path):
+    p = _rewrite(saved, tmp_path / 'v.hidet', lambda m: m.update(format_version=99))
+    with pytest.raises(ValueError, match='format version 99'):
+        hidet.load_compiled_graph(p)
+
+
+def test_wrong_target(saved, tmp_path):
+    p = _rewrite(saved, tmp_path / 't.hidet', lambda m: m.update(target='cuda', arch='sm_90'))
+    if hidet.cuda.available():
+        pytest.skip('a GPU is present: a cuda manifest is loadable here')
+    with pytest.raises(hidet.HidetRuntimeError, match='(?i)cuda'):
+        hidet.load_compiled_graph(p)
+
+
+def test_bad_manifest_is_an_error_in_the_runtime(saved, tmp_path):
+    def break_tensor_id(m):
+        m['instructions'][0]['inputs'][0] = 1000
+
+    p = _rewrite(saved, tmp_path / 'bad.hidet', break_tensor_id)
+    with pytest.raises(hidet.HidetRuntimeError, match='1000|tensor'):
+        hidet.load_compiled_graph(p)
