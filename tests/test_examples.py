@@ -27,6 +27,17 @@ def _run_c_example(tmp_path, device: str) -> str:
     return subprocess.run([exe, device], capture_output=True, text=True, check=True).stdout
 
 
+def test_cmake_package_builds_the_examples(tmp_path):
+    cmake_dir = subprocess.run([sys.executable, '-m', 'hidet', '--cmake-dir'], capture_output=True, text=True,
+                               check=True).stdout.strip()
+    build = tmp_path / 'build'
+    subprocess.run(['cmake', '-S', os.path.join(ROOT, 'examples', 'cpp'), '-B', str(build), f'-Dhidet_DIR={cmake_dir}'],
+                   check=True, capture_output=True)
+    subprocess.run(['cmake', '--build', str(build)], check=True, capture_output=True)
+    out = subprocess.run([str(build / 'runtime_info'), 'cpu'], capture_output=True, text=True, check=True).stdout
+    assert 'round trip through cpu memory: ok' in out
+
+
 def test_c_example_without_python(tmp_path):
     out = _run_c_example(tmp_path, 'cpu')
     assert 'round trip through cpu memory: ok' in out

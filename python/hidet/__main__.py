@@ -11,8 +11,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(prog='python -m hidet', description=__doc__)
     parser.add_argument('--include-dir', action='store_true', help='the directory holding hidet/runtime.h')
     parser.add_argument('--lib-dir', action='store_true', help='the directory holding libhidet_runtime.so')
+    parser.add_argument('--cmake-dir', action='store_true',
+                        help='the directory holding hidetConfig.cmake (for -Dhidet_DIR=...)')
     args = parser.parse_args()
-    if args.include_dir:
+    if args.cmake_dir:
+        print(os.path.join(lib_dir(), 'cmake', 'hidet'))
+    elif args.include_dir:
         print(include_dir())
     elif args.lib_dir:
         print(lib_dir())
