@@ -1,0 +1,178 @@
+"""``hidet bench``: latency of hidet against torch eager and inductor, measured in one run.
+
+Latency is the median over repeats, timed with CUDA events on torch's current stream (on the
+CPU: wall clock). Compile time is the first call's (hidet: optimize + build; inductor: the
+first torch.compile call). Ratios > 1 mean hidet is faster.
+"""
+from __future__ import annotations
+
+import statistics
+import time
+from typing import Callable, Dict, List, Tuple
+
+BACKENDS = ('hidet', 'eager', 'inductor')
+_DTYPES = {'f16': 'float16', 'float16': 'float16', 'bf16': 'bfloat16', 'bfloat16': 'bfloat16', 'f32': 'float32',
+           'float32': 'float32'}
+
+
+def add_parser(sub) -> None:
+    bench = sub.add_parser('bench', help='benchmark an operator or a model against torch')
+    kinds = bench.add_subparsers(dest='kind', required=True)
+
+    def common(p):
+        p.add_argument('--dtype', default='f16', choices=sorted(_DTYPES))
+        p.add_argument('--device', default='cuda', choices=['cuda', 'cpu'])
+        p.add_argument('--backends', default=','.join(BACKENDS), help='comma-separated: hidet,eager,inductor')
+        p.add_argument('--space', type=int, default=0, choices=[0, 1, 2], help="hidet's search space (tuning level)")
+        p.add_argument('--warmup', type=int, default=5)
+        p.add_argument('--repeat', type=int, default=20)
+        p.set_defaults(func=run)
+
+    p = kinds.add_parser('matmul', help='C[M, N] = A[M, K] @ B[K, N]')
+    p.add_argument('m', type=int)
+    p.add_argument('n', type=int)
+    p.add_argument('k', type=int)
+    common(p)
+    p = kinds.add_parser('conv2d', help='conv2d of x[N, C, H, W] with w[K, C/groups, R, S]')
+    for name in ('n', 'c', 'h', 'w', 'k', 'r', 's'):
+        p.add_argument(name, type=int)
+    p.add_argument('--stride', type=int, default=1)
+    p.add_argument('--padding', type=int, default=0)
+    p.add_argument('--dilation', type=int, default=1)
+    p.add_argument('--groups', type=int, default=1)
+    common(p)
+    p = kinds.add_parser('model', help='a torchvision or transformers model with random weights')
+    p.add_argument('name', help='resnet18, resnet50, mobilenet_v2, efficientnet_b0, vit_b_16, convnext_tiny, bert, gpt2')
+    p.add_argument('--batch', type=int, default=1)
+    p.add_argument('--seq', type=int, default=128, help='sequence length of language models')
+    p.add_argument('--mode', default=None, help='torch.compile mode for hidet and inductor (e.g. max-autotune)')
+    common(p)
+
+
+def _median_ms(fn: Callable[[], object], device: str, warmup: int, repeat: int) -> float:
+    import torch
+
+    for _ in range(warmup):
+        fn()
+    times = []
+    if device == 'cuda':
+        torch.cuda.synchronize()
+        for _ in range(repeat):
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            fn()
+            end.record()
+            end.synchronize()
+            times.append(start.elapsed_time(end))
+    else:
+        for _ in range(repeat):
+            t0 = time.perf_counter()
+            fn()
+            times.append((time.perf_counter() - t0) * 1e3)
+    return statistics.median(times)
+
+
+def _op_case(args) -> Tuple[Callable, List, Callable[[list], Callable], float, str]:
+    """(torch function, inputs, hidet builder, flop count, title) of a single-op benchmark."""
+    import torch
+    import torch.nn.functional as F
+
+    import hidet
+
+    dtype = getattr(torch, _DTYPES[args.dtype])
+    if args.kind == 'matmul':
+        inputs = [torch.randn(args.m, args.k, dtype=dtype, device=args.device),
+                  torch.randn(args.k, args.n, dtype=dtype, device=args.device)]
+        flops = 2.0 * args.m * args.n * args.k
+        title = f'matmul {args.m}x{args.n}x{args.k} {args.dtype}'
+        fn = torch.matmul
+
+        def hidet_graph(syms):
+            return hidet.ops.matmul(*syms)
+    else:
+        inputs = [torch.randn(args.n, args.c, args.h, args.w, dtype=dtype, device=args.device),
+                  torch.randn(args.k, args.c // args.groups, args.r, args.s, dtype=dtype, device=args.device)]
+        conv = dict(stride=args.stride, padding=args.padding, dilation=args.dilation, groups=args.groups)
+        out = F.conv2d(inputs[0], inputs[1], **conv)
+        flops = 2.0 * out.numel() * (args.c // args.groups) * args.r * args.s
+        title = f'conv2d x{list(inputs[0].shape)} w{list(inputs[1].shape)} {conv} {args.dtype}'
+
+        def fn(x, w):
+            return F.conv2d(x, w, **conv)
+
+        def hidet_graph(syms):
+            return hidet.ops.conv2d(*syms, **conv)
+
+    def build_hidet(space: int):
+        syms = [hidet.symbol(list(t.shape), _DTYPES[args.dtype], args.device) for t in inputs]
+        graph = hidet.graph.optimize(hidet.trace_from(hidet_graph(syms), syms))
+        compiled = graph.build(space=space)
+        return lambda: compiled.run(inputs)
+
+    return fn, inputs, build_hidet, flops, title
+
+
+def _model_case(args):
+    import torch
+
+    from hidet.cli.models import make_model
+
+    model, inputs = make_model(args.name, args.batch, args.seq, args.device, getattr(torch, _DTYPES[args.dtype]))
+    return model, inputs, f'{args.name} batch {args.batch} {args.dtype}'
+
+
+def run(args) -> int:
+    import torch
+    from tabulate import tabulate
+
+    backends = [b.strip() for b in args.backends.split(',') if b.strip()]
+    unknown = sorted(set(backends) - set(BACKENDS))
+    if unknown:
+        raise SystemExit(f'hidet bench: unknown backend(s) {unknown}; choose from {", ".join(BACKENDS)}')
+    if args.device == 'cuda' and not torch.cuda.is_available():
+        raise SystemExit('hidet bench: no CUDA device is available; pass --device cpu to benchmark on the CPU')
+    results: Dict[str, Tuple[float, float]] = {}  # backend → (latency ms, compile s)
+    flops = None
+    with torch.inference_mode():
+        if args.kind in ('matmul', 'conv2d'):
+            fn, inputs, build_hidet, flops, title = _op_case(args)
+            runners = {'eager': lambda: (lambda: fn(*inputs)),
+                       'inductor': lambda: (lambda f=torch.compile(fn): f(*inputs)),
+                       'hidet': lambda: build_hidet(args.space)}
+        else:
+            model, inputs, title = _model_case(args)
+            mode = args.mode
+
+            def compiled(backend):
+                import hidet.torch  # noqa: F401  (configures dynamo_config)
+
+                if backend == 'hidet':
+                    hidet.torch.dynamo_config.search_space(args.space)
+                f = torch.compile(model, backend=backend, mode=mode)
+                return lambda: f(*inputs)
+
+            runners = {'eager': lambda: (lambda: model(*inputs)),
+                       'inductor': lambda: compiled('inductor'),
+                       'hidet': lambda: compiled('hidet')}
+        for backend in backends:
+            t0 = time.perf_counter()
+            call = runners[backend]()
+            call()  # the first call compiles (inductor, hidet's torch.compile)
+            if args.device == 'cuda':
+                torch.cuda.synchronize()
+            compile_s = time.perf_counter() - t0
+            results[backend] = (_median_ms(call, args.device, args.warmup, args.repeat), compile_s)
+    rows = []
+    for backend, (ms, compile_s) in results.items():
+        row = [backend, f'{ms:.4f}']
+        if flops is not None:
+            row.append(f'{flops / ms / 1e9:.3g}')
+        for ref in ('eager', 'inductor'):
+            row.append(f'{results[ref][0] / ms:.2f}x' if ref in results and 'hidet' == backend else '')
+        row.append(f'{compile_s:.1f}')
+        rows.append(row)
+    headers = ['backend', 'latency (ms)'] + (['TFLOP/s'] if flops is not None else []) + \
+        ['hidet speed-up vs eager', 'vs inductor', 'compile (s)']
+    print(f'{title} on {args.device}')
+    print(tabulate(rows, headers=headers))
+    return 0
