@@ -41,7 +41,8 @@ def write(entries: List[Tuple[str, bytes]]) -> bytes:
         headers.append(struct.pack('<I', len(raw)) + raw + struct.pack('<QQQ', offset, len(data), fnv1a64(data)))
         layout.append(offset)
         offset = _align(offset + len(data))
-    out = bytearray(offset)
+    end = layout[-1] + len(entries[-1][1]) if entries else _align(header_size)
+    out = bytearray(end)  # no padding after the last entry: any truncation cuts into data
     head = MAGIC + struct.pack('<II', CONTAINER_VERSION, len(entries)) + b''.join(headers)
     out[:len(head)] = head
     for (_, data), at in zip(entries, layout):
