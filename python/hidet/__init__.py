@@ -11,6 +11,7 @@ from . import _C  # the C++ runtime; loads libhidet_runtime.so
 from .version import __version__
 
 from . import option, ir, runtime, cuda
+from .lang import script, script_module  # Hidet Script (docs/hidet-script.md)
 from .ir.dtypes import (
     DataType,
     bfloat16,

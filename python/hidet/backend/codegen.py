@@ -3,6 +3,7 @@
 The library exports one entry point, ``launch``, which checks the buffer count and runs the
 module's functions in order: buffers are the inputs, then the outputs; function i writes output i.
 float16/bfloat16 values are computed in float32 and rounded when stored or cast.
+Hidet Script modules (``IRModule.exports``) instead export one entry point per kernel (_script_entry).
 """
 from __future__ import annotations
 
@@ -10,7 +11,10 @@ from typing import Dict, List
 
 from hidet.ir.dtypes import DataType
 from hidet.ir.expr import Binary, BufferLoad, Call, Cast, Constant, Expr, Select, Unary, Var
-from hidet.ir.stmt import Assign, Declare, Evaluate, For, Function, If, IRModule, Seq, Stmt, Store
+from hidet.ir.lowlevel import Address, FunctionCall, PrimCall
+from hidet.ir.stmt import (Assign, Break, Continue, Declare, Evaluate, For, Function, If, IRModule, Return, Seq,
+                           Stmt, Store, VectorCopy, While)
+from hidet.ir.type import PointerType, TensorType, void
 
 ENTRY_POINT = 'launch'
 
@@ -74,6 +78,8 @@ class CodeGen:
             return f'({self.expr(e.cond)} ? {self.expr(e.t)} : {self.expr(e.f)})'
         if isinstance(e, Call):
             return self.call(e)
+        if isinstance(e, (Address, PrimCall, FunctionCall)):
+            return self.lowlevel(e)
         raise TypeError(f'codegen: unexpected expression {type(e).__name__} (was the task scheduled?)')
 
     def constant(self, c: Constant) -> str:
@@ -120,6 +126,12 @@ class CodeGen:
             return f'hidet::{e.func[6:]}<{compute_type(e.dtype)}>()'
         if e.func.startswith(('hidet_block_reduce_', 'hidet_warp_reduce_')):
             return f'hidet::{e.func[6:]}({self.expr(e.args[0])})'
+        if e.func.startswith('hidet_column_reduce_'):  # (value, columns, rows): a columns x rows block
+            return f'hidet::{e.func[6:]}<{e.args[1].value}, {e.args[2].value}>({self.expr(e.args[0])})'
+        if e.func == 'ipow':  # integer power (hidet/kernel/common.h)
+            a, b = e.args
+            return f'hidet::ipow<{compute_type(e.dtype)}>({self.cast(self.expr(a), a.dtype, e.dtype)}, ' \
+                   f'{self.cast(self.expr(b), b.dtype, e.dtype)})'
         args = [self.cast(self.expr(a), a.dtype, e.dtype if e.dtype.is_float() else a.dtype) for a in e.args]
         joined = ', '.join(args)
         if e.func == 'rsqrt':
@@ -139,9 +151,13 @@ class CodeGen:
         pad = '  ' * indent
         if isinstance(s, Seq):
             return [line for sub in s.stmts for line in self.stmt(sub, indent)]
+        if isinstance(s, Declare) and s.var.type is not None:
+            return [pad + self.declare_typed(s)]
         if isinstance(s, Declare):
             init = '' if s.init is None else f' = {self.cast(self.expr(s.init), s.init.dtype, s.var.dtype)}'
             return [f'{pad}{compute_type(s.var.dtype)} {self.name(s.var)}{init};']
+        if isinstance(s, Assign) and s.var.type is not None:
+            return [f'{pad}{self.name(s.var)} = ({self.c_type(s.var.type)})({self.expr(s.value)});']
         if isinstance(s, Assign):
             return [f'{pad}{self.name(s.var)} = {self.cast(self.expr(s.value), s.value.dtype, s.var.dtype)};']
         if isinstance(s, Store):
@@ -157,16 +173,29 @@ class CodeGen:
             head = [f'{pad}#pragma omp parallel for schedule(static)'] if s.kind == 'parallel' else []
             if s.kind == 'unroll':
                 head = [f'{pad}#pragma unroll']
-            head.append(f'{pad}for (int64_t {v} = {self.expr(s.start)}; {v} < {self.expr(s.stop)}; '
-                        f'{v} += {self.expr(s.step)}) {{')
+            if s.kind == 'simd' and self.target == 'cpu':
+                head = [f'{pad}#pragma omp simd']
+            cmp = '>' if isinstance(s.step, Constant) and s.step.value < 0 else '<'
+            head.append(f'{pad}for ({compute_type(s.var.dtype)} {v} = {self.expr(s.start)}; {v} {cmp} '
+                        f'{self.expr(s.stop)}; {v} += {self.expr(s.step)}) {{')
             return head + self.stmt(s.body, indent + 1) + [f'{pad}}}']
         if isinstance(s, If):
             lines = [f'{pad}if ({self.expr(s.cond)}) {{'] + self.stmt(s.then, indent + 1)
             if s.otherwise is not None:
                 lines += [f'{pad}}} else {{'] + self.stmt(s.otherwise, indent + 1)
             return lines + [f'{pad}}}']
+        if isinstance(s, VectorCopy):
+            nbytes = s.count * s.dst.dtype.nbytes
+            return [f'{pad}hidet::copy_vector<{nbytes}>({self.name(s.dst)} + {self.expr(s.dst_index)}, '
+                    f'{self.name(s.src)} + {self.expr(s.src_index)});']
         if isinstance(s, Evaluate):
             return [f'{pad}{self.expr(s.expr)};']
+        if isinstance(s, While):
+            return [f'{pad}while ({self.expr(s.cond)}) {{'] + self.stmt(s.body, indent + 1) + [f'{pad}}}']
+        if isinstance(s, (Break, Continue)):
+            return [f'{pad}{"break" if isinstance(s, Break) else "continue"};']
+        if isinstance(s, Return):
+            return [f'{pad}return{self.returned(s.value)};']
         raise TypeError(f'codegen: unexpected statement {type(s).__name__}')
 
     def function(self, f: Function, num_inputs: int) -> List[str]:
@@ -183,6 +212,79 @@ class CodeGen:
             head = f'static void {f.name}({", ".join(params)}) {{'
         return [head] + self.stmt(f.body, 1) + ['}', '']
 
+    # ------------------------------------------------------------------ Hidet Script (hidet/lang)
+    def c_type(self, t) -> str:
+        """The C type of values of ``t``: scalars in their compute type; pointers and tensors (held by
+        address) as pointers to their storage type."""
+        if t is void:
+            return 'void'
+        if isinstance(t, PointerType):
+            base = t.base
+            return ('void' if base is void else self.c_type(base) if isinstance(base, PointerType)
+                    else self.storage_type(base)) + '*'
+        if isinstance(t, TensorType):
+            return self.storage_type(t.dtype) + '*'
+        return compute_type(t)
+
+    def lowlevel(self, e: Expr) -> str:
+        if isinstance(e, Address):
+            return f'({self.expr(e.base)} + {self.expr(e.index)})'
+        if isinstance(e, PrimCall):
+            from hidet.backend.primitives import render
+
+            pointee = '' if e.dtype is void else self.storage_type(e.dtype)
+            return render(e.name, self.target, [self.expr(a) for a in e.args], e.attrs, pointee)
+        args = [self.expr(a) if p.type is not None else self.cast(self.expr(a), a.dtype, p.dtype)
+                for p, a in zip(e.func.params, e.args)]
+        return f'{e.func.name}({", ".join(args)})'
+
+    def returned(self, value) -> str:
+        if value is None:
+            return ''
+        ret = self.function_ret
+        if isinstance(ret, DataType):
+            return ' ' + self.cast(self.expr(value), value.dtype, ret)
+        return f' ({self.c_type(ret)})({self.expr(value)})'
+
+    def declare_typed(self, s: Declare) -> str:
+        """A pointer, a view of a pointer as a tensor, or a shared / register array."""
+        v, t = s.var, s.var.type
+        if isinstance(t, TensorType) and t.scope != 'pointer':
+            align = '__align__(16)' if self.target == 'cuda' else 'alignas(16)'
+            shared = '__shared__ ' if t.scope == 'shared' else ''
+            return f'{shared}{align} {self.storage_type(t.dtype)} {self.name(v)}[{t.const_numel()}];'
+        init = '' if s.init is None else f' = ({self.c_type(t)})({self.expr(s.init)})'
+        return f'{self.c_type(t)} {self.name(v)}{init};'
+
+    def param(self, p: Var) -> str:
+        if isinstance(p.type, TensorType):
+            return f'{self.storage_type(p.dtype)}* __restrict__ {self.name(p)}'
+        return f'{self.c_type(p.dtype if p.type is None else p.type)} {self.name(p)}'
+
+    def script_function(self, f: Function, prototype: bool = False) -> List[str]:
+        self.function_ret = f.ret_type
+        params = ', '.join(self.param(p) for p in f.params)
+        ret = self.c_type(f.ret_type)
+        if f.kind == 'cuda_kernel':
+            bounds = ''
+            if all(isinstance(b, int) for b in f.block):
+                threads = 1
+                for b in f.block:
+                    threads *= b
+                bounds = f'__launch_bounds__({threads}) '
+            head = f'__global__ void {bounds}{f.name}({params})'
+        elif f.kind == 'cuda_device':
+            head = f'__device__ __forceinline__ {ret} {f.name}({params})'
+        elif f.kind == 'cpu_kernel':
+            head = f'void {f.name}({params})'
+        elif f.kind == 'cpu_internal':
+            head = f'static inline {ret} {f.name}({params})'
+        else:
+            raise ValueError(f'codegen: unknown function kind {f.kind!r}')
+        if prototype:
+            return [head + ';']
+        return [head + ' {'] + self.stmt(f.body, 1) + ['}', '']
+
 
 def _launch_call(gen: CodeGen, f: Function, module: IRModule, index: int) -> List[str]:
     args = [f'({gen.storage_type(p.dtype)}*)buffers[{i}]' for i, p in enumerate(f.params[:module.num_inputs])]
@@ -198,13 +300,31 @@ def _launch_call(gen: CodeGen, f: Function, module: IRModule, index: int) -> Lis
             'cudaGetErrorString(err));']
 
 
+def _guarded_launch(gen: CodeGen, f: Function, module: IRModule, index: int) -> List[str]:
+    """Launch ``f``; a vectorized kernel only when its buffers are aligned, else its scalar fallback."""
+    if f.fallback is None:
+        return _launch_call(gen, f, module, index)
+
+    def buffer(param: int) -> int:
+        return param if param < module.num_inputs else module.num_inputs + index
+
+    conds = ' && '.join(f'hidet::is_aligned(buffers[{buffer(p)}], {nbytes})' for p, nbytes in f.aligned)
+    indent = lambda lines: ['  ' + line for line in lines]  # noqa: E731
+    return ([f'  if ({conds}) {{'] + indent(_launch_call(gen, f, module, index)) + ['  } else {'] +
+            indent(_launch_call(gen, f.fallback, module, index)) + ['  }'])
+
+
 def generate(module: IRModule) -> str:
     """The source of ``module``'s kernel library."""
+    if module.exports is not None:
+        return _generate_script(module)
     gen = CodeGen(module.target)
     header = 'hidet/kernel/cuda.h' if module.target == 'cuda' else 'hidet/kernel/cpu.h'
     lines = [f'// generated by hidet: {module.name} ({module.target})', f'#include <{header}>', '',
              'HIDET_DEFINE_LIBRARY_EXPORTS()', '']
     for f in module.functions:
+        if f.fallback is not None:
+            lines += gen.function(f.fallback, module.num_inputs)
         lines += gen.function(f, module.num_inputs)
     total = module.num_inputs + module.num_outputs
     lines += [f'HIDET_KERNEL_EXPORT int32_t {ENTRY_POINT}(void* const* buffers, int32_t num_buffers, '
@@ -213,6 +333,71 @@ def generate(module: IRModule) -> str:
               f'    return hidet::fail("{module.name}: expected {total} buffers ({module.num_inputs} inputs, '
               f'{module.num_outputs} outputs), got " + std::to_string(num_buffers));']
     for i, f in enumerate(module.functions):
-        lines += _launch_call(gen, f, module, i)
+        lines += _guarded_launch(gen, f, module, i)
     lines += ['  return 0;', '}', '']
+    return '\n'.join(lines)
+
+
+def _script_entry(gen: CodeGen, f: Function) -> List[str]:
+    """The ABI entry point of a Hidet Script kernel: its tensor and pointer arguments are ``buffers``,
+    its scalar arguments ``dims`` (in parameter order; floats as bit patterns, hidet/kernel/lang.h);
+    the launch configuration is computed from the scalars."""
+    from hidet.ir.expr import convert
+
+    scalars = [p for p in f.params if p.type is None]
+    nb, nd = len(f.params) - len(scalars), len(scalars)
+    lines = [f'HIDET_KERNEL_EXPORT int32_t {f.name}(void* const* buffers, int32_t num_buffers, '
+             'const int64_t* dims, int32_t num_dims, void* stream) {',
+             f'  if (num_buffers != {nb} || num_dims != {nd})',
+             f'    return hidet::fail("{f.name}: expected {nb} tensor/pointer and {nd} scalar arguments, got " + '
+             'std::to_string(num_buffers) + " and " + std::to_string(num_dims));']
+    for i, p in enumerate(scalars):
+        ct = compute_type(p.dtype)
+        lines.append(f'  {ct} {gen.name(p)} = hidet::lang::from_dim<{ct}>(dims[{i}]);')
+    args, b = [], 0
+    for p in f.params:
+        if p.type is None:
+            args.append(gen.name(p))
+        else:
+            args.append(f'({gen.c_type(p.type)})buffers[{b}]')
+            b += 1
+    call_args = ', '.join(args)
+    if f.kind == 'cpu_kernel':
+        return lines + [f'  hidet_script::{f.name}({call_args});', '  return 0;', '}', '']
+
+    def dims3(values) -> str:
+        return ', '.join(f'(unsigned)({gen.expr(convert(v))})' for v in values)
+
+    return lines + [
+        f'  dim3 grid_({dims3(f.grid)}), block_({dims3(f.block)});',
+        f'  size_t smem_ = (size_t)({gen.expr(convert(f.dynamic_smem))});',
+        '  if (grid_.x == 0 || grid_.y == 0 || grid_.z == 0) return 0;',
+        '  if (smem_ > 48 * 1024) {',
+        f'    cudaError_t err = cudaFuncSetAttribute(hidet_script::{f.name}, '
+        'cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem_);',
+        f'    if (err != cudaSuccess) return hidet::fail(std::string("{f.name}: cannot use " + '
+        'std::to_string(smem_) + " bytes of dynamic shared memory: ") + cudaGetErrorString(err));',
+        '  }',
+        f'  hidet_script::{f.name}<<<grid_, block_, smem_, (cudaStream_t)stream>>>({call_args});',
+        '  if (cudaError_t err = cudaGetLastError(); err != cudaSuccess)',
+        f'    return hidet::fail(std::string("{f.name}: launch failed: ") + cudaGetErrorString(err));',
+        '  return 0;', '}', '']
+
+
+def _generate_script(module: IRModule) -> str:
+    """A Hidet Script module: its functions in ``namespace hidet_script``, then one ABI entry point per
+    exported kernel (named as the kernel)."""
+    gen = CodeGen(module.target)
+    lines = [f'// generated by hidet from Hidet Script: {module.name} ({module.target})',
+             '#include <hidet/kernel/lang.h>', '', 'HIDET_DEFINE_LIBRARY_EXPORTS()', '', 'namespace hidet_script {', '']
+    for f in module.functions:
+        if f.kind in ('cuda_device', 'cpu_internal'):
+            lines += gen.script_function(f, prototype=True)
+    lines.append('')
+    for f in module.functions:
+        lines += gen.script_function(f)
+    lines += ['}  // namespace hidet_script', '']
+    by_name = {f.name: f for f in module.functions}
+    for name in module.exports:
+        lines += _script_entry(gen, by_name[name])
     return '\n'.join(lines)

@@ -55,6 +55,17 @@ class DataType:
     def __hash__(self) -> int:
         return hash(self.name)
 
+    # Hidet Script annotations: ``f32[m, n]`` a tensor, ``~f32`` a pointer (hidet.ir.type)
+    def __getitem__(self, shape):
+        from hidet.ir.type import tensor_type
+
+        return tensor_type(self, shape)
+
+    def __invert__(self):
+        from hidet.ir.type import PointerType
+
+        return PointerType(self)
+
 
 float16 = DataType('float16', 'f16', 2, 'float', _DL_FLOAT, 'float16')
 float32 = DataType('float32', 'f32', 4, 'float', _DL_FLOAT, 'float32')

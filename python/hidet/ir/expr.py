@@ -50,12 +50,14 @@ class Expr:
 
 
 class Var(Expr):
-    """A named scalar (loop index, symbolic dimension) or, with ``pointer=True``, a buffer address."""
+    """A named scalar (loop index, symbolic dimension) or, with ``pointer=True``, a buffer address.
+    ``type`` (hidet.ir.type) makes it a pointer or tensor of ``dtype`` elements (Hidet Script)."""
 
-    def __init__(self, name: str, dtype=int64, pointer: bool = False):
+    def __init__(self, name: str, dtype=int64, pointer: bool = False, type=None):
         self.name = name
         self.dtype = data_type(dtype)
         self.pointer = pointer
+        self.type = type
 
 
 class Constant(Expr):

@@ -1,0 +1,180 @@
+// Support code for kernel libraries written in Hidet Script (python/hidet/lang): scalar parameters read
+// from the kernel ABI's `dims`, and on CUDA the intrinsics of hidet.lang.cuda (shuffles, atomics,
+// dynamic shared memory, cp.async, ldmatrix, mma.sync) as inline functions over inline PTX.
+#pragma once
+
+#include <cstring>
+
+#ifdef __CUDACC__
+#include "hidet/kernel/cuda.h"
+#else
+#include "hidet/kernel/cpu.h"
+#endif
+
+namespace hidet {
+namespace lang {
+
+// A scalar parameter from its slot of `dims` (docs/hidet-script.md): integers and bool by value,
+// float32 (and float16/bfloat16, passed as float32) as the bit pattern in the low 32 bits, float64 as
+// the 64-bit pattern.
+template <typename T>
+inline T from_dim(int64_t d) { return static_cast<T>(d); }
+template <>
+inline bool from_dim<bool>(int64_t d) { return d != 0; }
+template <>
+inline float from_dim<float>(int64_t d) {
+  uint32_t u = uint32_t(uint64_t(d));
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+template <>
+inline double from_dim<double>(int64_t d) {
+  double f;
+  std::memcpy(&f, &d, 8);
+  return f;
+}
+
+#ifdef __CUDACC__
+
+// ---- warp shuffles: any scalar; types narrower than 32 bits travel as int
+#define HIDET_SHFL(NAME, INTRINSIC)                                                   \
+  template <typename T>                                                               \
+  __device__ __forceinline__ T NAME(unsigned mask, T v, int arg, int width) {        \
+    if constexpr (sizeof(T) < 4) {                                                    \
+      return T(INTRINSIC(mask, int(v), arg, width));                                  \
+    } else {                                                                          \
+      return INTRINSIC(mask, v, arg, width);                                          \
+    }                                                                                 \
+  }
+HIDET_SHFL(shfl_sync, __shfl_sync)
+HIDET_SHFL(shfl_up_sync, __shfl_up_sync)
+HIDET_SHFL(shfl_down_sync, __shfl_down_sync)
+HIDET_SHFL(shfl_xor_sync, __shfl_xor_sync)
+#undef HIDET_SHFL
+
+// ---- atomics: return the old value (16-bit floats as float, as hidet computes them)
+__device__ __forceinline__ float atomic_add(float* p, float v) { return atomicAdd(p, v); }
+__device__ __forceinline__ double atomic_add(double* p, double v) { return atomicAdd(p, v); }
+__device__ __forceinline__ int32_t atomic_add(int32_t* p, int32_t v) { return atomicAdd(p, v); }
+__device__ __forceinline__ int64_t atomic_add(int64_t* p, int64_t v) {
+  return int64_t(atomicAdd(reinterpret_cast<unsigned long long*>(p), (unsigned long long)v));
+}
+__device__ __forceinline__ float atomic_add(__half* p, float v) { return __half2float(atomicAdd(p, __float2half_rn(v))); }
+__device__ __forceinline__ float atomic_add(__nv_bfloat16* p, float v) {
+  return __bfloat162float(atomicAdd(p, __float2bfloat16_rn(v)));
+}
+template <typename T, typename V>
+__device__ __forceinline__ auto atomic_sub(T* p, V v) { return atomic_add(p, -v); }
+
+__device__ __forceinline__ int32_t atomic_max(int32_t* p, int32_t v) { return atomicMax(p, v); }
+__device__ __forceinline__ int32_t atomic_min(int32_t* p, int32_t v) { return atomicMin(p, v); }
+__device__ __forceinline__ int64_t atomic_max(int64_t* p, int64_t v) {
+  return atomicMax(reinterpret_cast<long long*>(p), (long long)v);
+}
+__device__ __forceinline__ int64_t atomic_min(int64_t* p, int64_t v) {
+  return atomicMin(reinterpret_cast<long long*>(p), (long long)v);
+}
+// float max/min by compare-and-swap on the bit pattern
+template <bool Max>
+__device__ __forceinline__ float atomic_minmax(float* p, float v) {
+  int* ip = reinterpret_cast<int*>(p);
+  int old = *ip, assumed;
+  do {
+    assumed = old;
+    float cur = __int_as_float(assumed);
+    if (Max ? !(v > cur) : !(v < cur)) break;
+    old = atomicCAS(ip, assumed, __float_as_int(v));
+  } while (old != assumed);
+  return __int_as_float(old);
+}
+__device__ __forceinline__ float atomic_max(float* p, float v) { return atomic_minmax<true>(p, v); }
+__device__ __forceinline__ float atomic_min(float* p, float v) { return atomic_minmax<false>(p, v); }
+
+__device__ __forceinline__ float atomic_exchange(float* p, float v) { return atomicExch(p, v); }
+__device__ __forceinline__ int32_t atomic_exchange(int32_t* p, int32_t v) { return atomicExch(p, v); }
+__device__ __forceinline__ int64_t atomic_exchange(int64_t* p, int64_t v) {
+  return int64_t(atomicExch(reinterpret_cast<unsigned long long*>(p), (unsigned long long)v));
+}
+__device__ __forceinline__ int32_t atomic_cas(int32_t* p, int32_t compare, int32_t v) { return atomicCAS(p, compare, v); }
+__device__ __forceinline__ int64_t atomic_cas(int64_t* p, int64_t compare, int64_t v) {
+  return int64_t(atomicCAS(reinterpret_cast<unsigned long long*>(p), (unsigned long long)compare, (unsigned long long)v));
+}
+
+// ---- dynamic shared memory: the block's `extern __shared__` bytes
+__device__ __forceinline__ uint8_t* dynamic_smem() {
+  extern __shared__ __align__(16) uint8_t hidet_dynamic_smem[];
+  return hidet_dynamic_smem;
+}
+
+__device__ __forceinline__ unsigned shared_address(const void* p) {
+  return static_cast<unsigned>(__cvta_generic_to_shared(p));
+}
+
+// ---- cp.async (sm_80+): copy N bytes global -> shared; bytes past src_size are zero-filled
+template <int N>
+__device__ __forceinline__ void cp_async(void* dst, const void* src, int src_size) {
+  static_assert(N == 4 || N == 8 || N == 16, "cp_async copies 4, 8 or 16 bytes");
+  if constexpr (N == 16) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(shared_address(dst)), "l"(src),
+                 "r"(src_size));
+  } else {
+    asm volatile("cp.async.ca.shared.global [%0], [%1], %2, %3;\n" ::"r"(shared_address(dst)), "l"(src), "n"(N),
+                 "r"(src_size));
+  }
+}
+__device__ __forceinline__ void cp_async_commit_group() { asm volatile("cp.async.commit_group;\n" ::); }
+template <int N>
+__device__ __forceinline__ void cp_async_wait_group() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N)); }
+__device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wait_all;\n" ::); }
+
+// ---- ldmatrix (sm_75+): N (1, 2, 4) 8x8 b16 matrices from shared memory; each thread gives the
+// address of one row (threads 8i..8i+7: the rows of matrix i) and receives one 32-bit register per
+// matrix, written to dst[0..N-1] (as uint32 words).
+template <int N, bool Trans>
+__device__ __forceinline__ void ldmatrix(void* dst, const void* smem_row) {
+  uint32_t* r = reinterpret_cast<uint32_t*>(dst);
+  unsigned a = shared_address(smem_row);
+  if constexpr (N == 1) {
+    if constexpr (Trans) {
+      asm volatile("ldmatrix.sync.aligned.m8n8.x1.trans.shared.b16 {%0}, [%1];\n" : "=r"(r[0]) : "r"(a));
+    } else {
+      asm volatile("ldmatrix.sync.aligned.m8n8.x1.shared.b16 {%0}, [%1];\n" : "=r"(r[0]) : "r"(a));
+    }
+  } else if constexpr (N == 2) {
+    if constexpr (Trans) {
+      asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0, %1}, [%2];\n" : "=r"(r[0]), "=r"(r[1]) : "r"(a));
+    } else {
+      asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0, %1}, [%2];\n" : "=r"(r[0]), "=r"(r[1]) : "r"(a));
+    }
+  } else {
+    static_assert(N == 4, "ldmatrix loads 1, 2 or 4 matrices");
+    if constexpr (Trans) {
+      asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+                   : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(a));
+    } else {
+      asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+                   : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(a));
+    }
+  }
+}
+
+// ---- mma.sync m16n8k16 (sm_80+), row-major A, column-major B, float32 accumulators: c += a * b.
+// a: 4 words (8 halves), b: 2 words (4 halves), c: 4 floats, in the PTX fragment layouts.
+#define HIDET_MMA_M16N8K16(NAME, AB)                                                                          \
+  __device__ __forceinline__ void NAME(const void* a, const void* b, float* c) {                              \
+    const uint32_t* A = reinterpret_cast<const uint32_t*>(a);                                                 \
+    const uint32_t* B = reinterpret_cast<const uint32_t*>(b);                                                 \
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32." AB "." AB                                          \
+                 ".f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"                     \
+                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])                                             \
+                 : "r"(A[0]), "r"(A[1]), "r"(A[2]), "r"(A[3]), "r"(B[0]), "r"(B[1]));                         \
+  }
+HIDET_MMA_M16N8K16(mma_m16n8k16_f16_f32, "f16")
+HIDET_MMA_M16N8K16(mma_m16n8k16_bf16_f32, "bf16")
+#undef HIDET_MMA_M16N8K16
+
+#endif  // __CUDACC__
+
+}  // namespace lang
+}  // namespace hidet

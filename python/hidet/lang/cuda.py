@@ -1,0 +1,225 @@
+"""CUDA for Hidet Script: thread indices, barriers, warp shuffles, atomics, shared / register / dynamic
+shared memory, cp.async, ldmatrix and mma.sync (m16n8k16, f16/bf16 inputs, f32 accumulators).
+
+Pointers are written ``~a[i, j]`` (the address of an element); a tensor stands for its first element.
+The C++ side is cpp/include/hidet/kernel/lang.h; the C spellings are in hidet/backend/primitives.py.
+"""
+from __future__ import annotations
+
+from hidet.ir.dtypes import data_type, int32
+from hidet.ir.expr import Expr, cast, convert
+from hidet.ir.lowlevel import PrimCall
+from hidet.ir.type import PointerType, is_scalar, void
+
+from .constructs import as_pointer, describe, pointee, register_tensor, shared_tensor
+
+__all__ = ['threadIdx', 'blockIdx', 'blockDim', 'gridDim', 'warp_size', 'syncthreads', 'syncthreads_count',
+           'syncthreads_and', 'syncthreads_or', 'syncwarp', 'threadfence', 'threadfence_block', 'shfl_sync',
+           'shfl_up_sync', 'shfl_down_sync', 'shfl_xor_sync', 'ballot_sync', 'activemask', 'atomic_add',
+           'atomic_sub', 'atomic_max', 'atomic_min', 'atomic_exchange', 'atomic_cas', 'shared_tensor',
+           'register_tensor', 'dynamic_shared_memory', 'cp_async', 'cp_async_commit_group', 'cp_async_wait_group',
+           'cp_async_wait_all', 'ldmatrix', 'mma_sync']
+
+warp_size = 32
+FULL_MASK = 0xFFFFFFFF
+
+
+class _Dim3:
+    """``threadIdx.x`` etc.: int32 values."""
+
+    def __init__(self, name: str):
+        self._name = name
+
+    def __getattr__(self, axis: str):
+        if axis not in ('x', 'y', 'z'):
+            raise AttributeError(f'{self._name} has x, y and z, not {axis!r}')
+        return PrimCall(f'cuda_{self._name}_{axis}', [], int32)
+
+    def __repr__(self) -> str:
+        return self._name
+
+
+threadIdx, blockIdx, blockDim, gridDim = _Dim3('threadIdx'), _Dim3('blockIdx'), _Dim3('blockDim'), _Dim3('gridDim')
+
+
+def _scalar(x, what: str) -> Expr:
+    if isinstance(x, Expr):
+        if not is_scalar(x):
+            raise TypeError(f'{what} must be a scalar, got {describe(x)}')
+        return x
+    if isinstance(x, (bool, int, float)):
+        return convert(x)
+    raise TypeError(f'{what} must be a scalar, got {describe(x)}')
+
+
+def _const_int(x, what: str, allowed=None) -> int:
+    if isinstance(x, bool) or not isinstance(x, int):
+        raise TypeError(f'{what} must be a Python int (a compile-time constant), got {describe(x)}')
+    if allowed is not None and x not in allowed:
+        raise ValueError(f'{what} must be one of {allowed}, got {x}')
+    return x
+
+
+def syncthreads():
+    """Barrier of the thread block (``__syncthreads()``)."""
+    return PrimCall('cuda_syncthreads', [], void)
+
+
+def syncthreads_count(pred):
+    return PrimCall('cuda_syncthreads_count', [_scalar(pred, 'the predicate')], int32)
+
+
+def syncthreads_and(pred):
+    return PrimCall('cuda_syncthreads_and', [_scalar(pred, 'the predicate')], int32)
+
+
+def syncthreads_or(pred):
+    return PrimCall('cuda_syncthreads_or', [_scalar(pred, 'the predicate')], int32)
+
+
+def syncwarp(mask=FULL_MASK):
+    return PrimCall('cuda_syncwarp', [_scalar(mask, 'the mask')], void)
+
+
+def threadfence():
+    return PrimCall('cuda_threadfence', [], void)
+
+
+def threadfence_block():
+    return PrimCall('cuda_threadfence_block', [], void)
+
+
+def _shfl(name: str, mask, var, arg, width):
+    var = _scalar(var, 'the shuffled value')
+    return PrimCall(name, [_scalar(mask, 'the mask'), var, _scalar(arg, 'the lane argument'),
+                           _scalar(width, 'the width')], var.dtype)
+
+
+def shfl_sync(mask, var, src_lane, width=32):
+    """``var`` of lane ``src_lane`` (``__shfl_sync``)."""
+    return _shfl('cuda_shfl_sync', mask, var, src_lane, width)
+
+
+def shfl_up_sync(mask, var, delta, width=32):
+    return _shfl('cuda_shfl_up_sync', mask, var, delta, width)
+
+
+def shfl_down_sync(mask, var, delta, width=32):
+    """``var`` of lane ``lane + delta`` (``__shfl_down_sync``)."""
+    return _shfl('cuda_shfl_down_sync', mask, var, delta, width)
+
+
+def shfl_xor_sync(mask, var, lane_mask, width=32):
+    """``var`` of lane ``lane ^ lane_mask`` (``__shfl_xor_sync``)."""
+    return _shfl('cuda_shfl_xor_sync', mask, var, lane_mask, width)
+
+
+def ballot_sync(mask, pred):
+    return PrimCall('cuda_ballot_sync', [_scalar(mask, 'the mask'), _scalar(pred, 'the predicate')], int32)
+
+
+def activemask():
+    return PrimCall('cuda_activemask', [], int32)
+
+
+_ATOMIC_DTYPES = {
+    'add': ('float32', 'float64', 'int32', 'int64', 'float16', 'bfloat16'),
+    'sub': ('float32', 'float64', 'int32', 'int64', 'float16', 'bfloat16'),
+    'max': ('float32', 'int32', 'int64'),
+    'min': ('float32', 'int32', 'int64'),
+    'exchange': ('float32', 'int32', 'int64'),
+    'cas': ('int32', 'int64'),
+}
+
+
+def _atomic(op: str, addr, *values):
+    ptr = as_pointer(addr, f'atomic_{op}: the address')
+    dtype = pointee(ptr)
+    if dtype.name not in _ATOMIC_DTYPES[op]:
+        raise TypeError(f"atomic_{op} works on {', '.join(_ATOMIC_DTYPES[op])}, not {dtype}")
+    args = [ptr] + [cast(_scalar(v, f'atomic_{op}: the value'), dtype) for v in values]
+    return PrimCall(f'cuda_atomic_{op}', args, dtype)
+
+
+def atomic_add(addr, value):
+    """``*addr += value`` atomically; returns the old value."""
+    return _atomic('add', addr, value)
+
+
+def atomic_sub(addr, value):
+    return _atomic('sub', addr, value)
+
+
+def atomic_max(addr, value):
+    return _atomic('max', addr, value)
+
+
+def atomic_min(addr, value):
+    return _atomic('min', addr, value)
+
+
+def atomic_exchange(addr, value):
+    return _atomic('exchange', addr, value)
+
+
+def atomic_cas(addr, compare, value):
+    """If ``*addr == compare`` then ``*addr = value``, atomically; returns the old value."""
+    return _atomic('cas', addr, compare, value)
+
+
+def dynamic_shared_memory(byte_offset, dtype):
+    """A pointer (``~dtype``) ``byte_offset`` bytes into the block's dynamic shared memory, whose size is
+    ``attr.cuda_dynamic_smem_bytes``. View it as a tensor with ``view(ptr, f16[64, 32])``."""
+    return PrimCall('cuda_dynamic_smem', [_scalar(byte_offset, 'the byte offset')], PointerType(data_type(dtype)))
+
+
+def cp_async(dst, src, cp_size: int = 16, src_size=None):
+    """Copy ``cp_size`` (4, 8 or 16) bytes from global ``src`` to shared ``dst`` asynchronously (sm_80+);
+    bytes past ``src_size`` (default ``cp_size``) are filled with zeros. Both addresses must be aligned."""
+    cp_size = _const_int(cp_size, 'cp_async: cp_size', (4, 8, 16))
+    src_size = cp_size if src_size is None else src_size
+    return PrimCall('cuda_cp_async', [as_pointer(dst, 'cp_async: dst'), as_pointer(src, 'cp_async: src'),
+                                      _scalar(src_size, 'cp_async: src_size')], void, {'cp_size': cp_size})
+
+
+def cp_async_commit_group():
+    return PrimCall('cuda_cp_async_commit_group', [], void)
+
+
+def cp_async_wait_group(n: int):
+    """Wait until at most ``n`` (a constant) committed cp.async groups are pending."""
+    return PrimCall('cuda_cp_async_wait_group', [], void, {'n': _const_int(n, 'cp_async_wait_group: n')})
+
+
+def cp_async_wait_all():
+    return PrimCall('cuda_cp_async_wait_all', [], void)
+
+
+def ldmatrix(dst, src, num: int = 4, trans: bool = False):
+    """``ldmatrix.sync.aligned.m8n8.x{num}[.trans].shared.b16``: the warp loads ``num`` 8x8 matrices of
+    16-bit elements from shared memory. Lane ``l`` gives in ``src`` the address of row ``l % 8`` of
+    matrix ``l // 8``; each lane receives one 32-bit word (two elements) per matrix at ``dst``, e.g. a
+    ``register_tensor(f16, [2 * num])``."""
+    num = _const_int(num, 'ldmatrix: num', (1, 2, 4))
+    if not isinstance(trans, bool):
+        raise TypeError('ldmatrix: trans must be a Python bool')
+    return PrimCall('cuda_ldmatrix', [as_pointer(dst, 'ldmatrix: dst'), as_pointer(src, 'ldmatrix: src')], void,
+                    {'num': num, 'trans': 'true' if trans else 'false'})
+
+
+def mma_sync(a, b, c, shape: str = 'm16n8k16'):
+    """``c += a @ b`` on tensor cores for one warp (``mma.sync.aligned.m16n8k16.row.col.f32.{f16,bf16}``):
+    ``a`` points to 8 f16/bf16 values per lane, ``b`` to 4, ``c`` to 4 f32 accumulators, in the PTX
+    fragment layouts (lane = 4 * group + t: a[0:2] is A[group, 2t:2t+2], a[2:4] A[group+8, 2t:2t+2],
+    a[4:6] A[group, 2t+8:2t+10], a[6:8] A[group+8, 2t+8:2t+10]; b[0:2] is B[2t:2t+2, group], b[2:4]
+    B[2t+8:2t+10, group]; c[0:2] is C[group, 2t:2t+2], c[2:4] C[group+8, 2t:2t+2])."""
+    if shape != 'm16n8k16':
+        raise ValueError(f"mma_sync supports shape 'm16n8k16', not {shape!r}")
+    a, b, c = as_pointer(a, 'mma_sync: a'), as_pointer(b, 'mma_sync: b'), as_pointer(c, 'mma_sync: c')
+    ab = pointee(a)
+    if ab.name not in ('float16', 'bfloat16') or pointee(b) != ab:
+        raise TypeError(f'mma_sync: a and b must both point to float16 or bfloat16 values, got {ab} and {pointee(b)}')
+    if pointee(c).name != 'float32':
+        raise TypeError(f'mma_sync: c must point to float32 accumulators, got {pointee(c)}')
+    name = 'cuda_mma_m16n8k16_f16_f32' if ab.name == 'float16' else 'cuda_mma_m16n8k16_bf16_f32'
+    return PrimCall(name, [a, b, c], void)

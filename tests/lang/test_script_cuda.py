@@ -1,0 +1,370 @@
+"""Hidet Script on CUDA: the naive matmul of the Hidet announcement (behind a torch.autograd.Function), a
+shared-memory tiled matmul, warp-shuffle reductions with atomics and dynamic shared memory, and a
+tensor-core tile (cp.async + ldmatrix + mma.sync). The kernels compile everywhere nvcc is found; they
+run on a GPU (`cuda` marker)."""
+from __future__ import annotations  # annotations such as f32[m, k] use the kernels' scalar parameters
+
+import pytest
+import torch
+
+import hidet
+from hidet.lang import attr, bf16, cast, f16, f32, f64, i32, i64, register_tensor, unroll, view
+from hidet.lang import math as hm
+from hidet.lang.cuda import (activemask, atomic_add, atomic_cas, atomic_exchange, atomic_max, atomic_min, atomic_sub,
+                             ballot_sync, blockDim, blockIdx, cp_async, cp_async_commit_group, cp_async_wait_all,
+                             cp_async_wait_group, dynamic_shared_memory, ldmatrix, mma_sync, shared_tensor,
+                             shfl_down_sync, shfl_sync, shfl_up_sync, shfl_xor_sync, syncthreads, syncthreads_and,
+                             syncthreads_count, syncthreads_or, syncwarp, threadfence, threadfence_block, threadIdx)
+
+
+# ---------------------------------------------------------------------------------------------- kernels
+def naive_matmul_module():
+    with hidet.script_module() as script_module:
+        @hidet.script
+        def matmul(a: f32[m, k], b: f32[k, n], c: f32[m, n], m: i32, n: i32, k: i32):
+            attr.cuda_grid_dim = (m + 31) // 32, (n + 31) // 32
+            attr.cuda_block_dim = 32, 32
+            i = threadIdx.x + blockIdx.x * 32
+            j = threadIdx.y + blockIdx.y * 32
+            if i < m and j < n:
+                c[i, j] = 0.0
+                for kk in range(k):
+                    c[i, j] += a[i, kk] * b[kk, j]
+    return script_module
+
+
+def tiled_matmul_module(tile: int = 16):
+    with hidet.script_module() as script_module:
+        @hidet.script
+        def tiled_matmul(a: f32[m, k], b: f32[k, n], c: f32[m, n], m: i32, n: i32, k: i32):
+            attr.cuda_grid_dim = (n + tile - 1) // tile, (m + tile - 1) // tile
+            attr.cuda_block_dim = tile, tile
+            sa = shared_tensor(f32, [tile, tile])
+            sb = shared_tensor(f32, [tile, tile])
+            tx = threadIdx.x
+            ty = threadIdx.y
+            row = blockIdx.y * tile + ty
+            col = blockIdx.x * tile + tx
+            acc: f32 = 0.0
+            for k0 in range(0, k, tile):
+                sa[ty, tx] = a[row, k0 + tx] if row < m and k0 + tx < k else 0.0
+                sb[ty, tx] = b[k0 + ty, col] if k0 + ty < k and col < n else 0.0
+                syncthreads()
+                for kk in unroll(range(tile)):
+                    acc += sa[ty, kk] * sb[kk, tx]
+                syncthreads()
+            if row < m and col < n:
+                c[row, col] = acc
+    return script_module
+
+
+def reduction_module(block: int = 256):
+    warps = block // 32
+    with hidet.script_module() as script_module:
+        @hidet.script
+        def warp_sum(v: f32) -> f32:
+            attr.func_kind = 'cuda_device'
+            for offset in [16, 8, 4, 2, 1]:  # a Python list: unrolled at compile time
+                v += shfl_down_sync(0xFFFFFFFF, v, offset)
+            return v
+
+        @hidet.script
+        def row_sum(x: f32[rows, cols], y: f32[rows], rows: i32, cols: i32):
+            """One block per row: strided partial sums, warp shuffles, then the warps' sums through
+            dynamic shared memory."""
+            attr.cuda_grid_dim = rows
+            attr.cuda_block_dim = block
+            attr.cuda_dynamic_smem_bytes = warps * 4
+            partial = view(dynamic_shared_memory(0, f32), f32[warps])
+            r = blockIdx.x
+            s = 0.0
+            for j in range(threadIdx.x, cols, blockDim.x):
+                s += x[r, j]
+            s = warp_sum(s)
+            lane = threadIdx.x % 32
+            warp = threadIdx.x / 32
+            if lane == 0:
+                partial[warp] = s
+            syncthreads()
+            if warp == 0:
+                t = partial[lane] if lane < warps else 0.0
+                mask = 16
+                while mask > 0:
+                    t += shfl_xor_sync(0xFFFFFFFF, t, mask)
+                    mask = mask // 2
+                if lane == 0:
+                    y[r] = t
+
+        @hidet.script
+        def sum_all(x: ~f32, out: ~f32, n: i32):
+            attr.cuda_grid_dim = (n + block - 1) // block
+            attr.cuda_block_dim = block
+            i = blockIdx.x * block + threadIdx.x
+            v = x[i] if i < n else 0.0
+            v = warp_sum(v)
+            if threadIdx.x % 32 == 0:
+                atomic_add(~out[0], v)
+
+        @hidet.script
+        def reverse(x: f32[n], y: f32[n], n: i32):
+            """Dynamic shared memory sized by a parameter (over 48 KiB for large n)."""
+            attr.cuda_grid_dim = 1
+            attr.cuda_block_dim = block
+            attr.cuda_dynamic_smem_bytes = n * 4
+            buf = dynamic_shared_memory(0, f32)
+            for i in range(threadIdx.x, n, block):
+                buf[i] = x[i]
+            syncthreads()
+            for i in range(threadIdx.x, n, block):
+                y[i] = buf[n - 1 - i]
+    return script_module
+
+
+def mma_module(dtype=f16):
+    with hidet.script_module() as script_module:
+        @hidet.script
+        def mma_tile(a: dtype[16, 16], b: dtype[16, 8], c: f32[16, 8]):
+            """One warp: C = A @ B on tensor cores. cp.async stages A and B in shared memory, ldmatrix loads
+            the fragments, mma.sync multiplies with f32 accumulators."""
+            attr.cuda_grid_dim = 1
+            attr.cuda_block_dim = 32
+            sa = shared_tensor(dtype, [16, 16])
+            sb = shared_tensor(dtype, [16, 8])
+            lane = threadIdx.x
+            cp_async(~sa[lane // 2, lane % 2 * 8], ~a[lane // 2, lane % 2 * 8], 16)  # 32 chunks of 16 bytes
+            cp_async_commit_group()
+            if lane < 16:
+                cp_async(~sb[lane, 0], ~b[lane, 0], cp_size=16)
+            cp_async_commit_group()
+            cp_async_wait_group(1)
+            cp_async_wait_all()
+            syncthreads()
+            ra = register_tensor(dtype, [8])
+            rb = register_tensor(dtype, [4])
+            rc = register_tensor(f32, [4])
+            ldmatrix(~ra[0], ~sa[lane % 16, lane // 16 * 8], num=4)
+            ldmatrix(~rb[0], ~sb[lane % 16, 0], num=2, trans=True)
+            for i in unroll(range(4)):
+                rc[i] = 0.0
+            mma_sync(~ra[0], ~rb[0], ~rc[0])
+            g = lane // 4
+            t = lane % 4
+            c[g, 2 * t] = rc[0]
+            c[g, 2 * t + 1] = rc[1]
+            c[g + 8, 2 * t] = rc[2]
+            c[g + 8, 2 * t + 1] = rc[3]
+    return script_module
+
+
+def intrinsics_module():
+    """Every other intrinsic once (atomics of each type, shuffles, votes, barriers, fences, math)."""
+    with hidet.script_module() as script_module:
+        @hidet.script
+        def intrinsics(fo: f32[8], io: i32[8], lo: i64[2], ho: f16[1], bo: bf16[1], do: f64[1]):
+            attr.cuda_grid_dim = 1
+            attr.cuda_block_dim = 64
+            t = threadIdx.x
+            lane = t % 32
+            atomic_add(~fo[0], 1.0)
+            atomic_sub(fo[1], 0.5)  # an element stands for its address too
+            atomic_max(~fo[2], cast(t, f32))
+            atomic_min(~fo[3], -cast(t, f32))
+            atomic_add(~io[0], 1)
+            atomic_max(~io[1], t)
+            atomic_min(~io[2], -t)
+            atomic_exchange(~io[3], 7)
+            atomic_cas(~io[4], 0, 5)
+            atomic_add(~lo[0], i64(1) << 40)
+            atomic_max(~lo[1], cast(t, i64))
+            atomic_add(~ho[0], 0.5)
+            atomic_add(~bo[0], 1.0)
+            atomic_add(~do[0], 0.25)
+            v = shfl_sync(0xFFFFFFFF, lane, 3)
+            u = shfl_up_sync(0xFFFFFFFF, lane, 1)
+            vote = ballot_sync(activemask(), lane < 4)
+            count = syncthreads_count(t < 10)
+            every = syncthreads_and(t < 64)
+            some = syncthreads_or(t == 63)
+            syncwarp()
+            threadfence()
+            threadfence_block()
+            if t == 5:
+                io[5] = v * 1000 + u
+                io[6] = vote
+                io[7] = count * 100 + (10 if every != 0 else 0) + (1 if some != 0 else 0)
+                x = fo[7]  # 0.5, set by the caller
+                fo[4] = hm.exp(x) + hm.sqrt(x) + hm.tanh(x) + max(x, 0.25) + hm.pow(x, 2.0)
+                fo[5] = hm.floor(x * 3.0) + hm.ceil(x) + hm.rsqrt(x) + abs(-x)
+                bits = cast(~fo[7], ~i32)  # the bits of 0.5 as an integer
+                fo[6] = cast(bits[0], f32)
+    return script_module
+
+
+ALL_MODULES = {'naive_matmul': naive_matmul_module, 'tiled_matmul': tiled_matmul_module,
+               'reduction': reduction_module, 'mma_f16': lambda: mma_module(f16), 'mma_bf16': lambda: mma_module(bf16),
+               'intrinsics': intrinsics_module}
+
+
+# ---------------------------------------------------------------------------------------------- compile (no GPU)
+@pytest.mark.parametrize('name', list(ALL_MODULES))
+def test_cuda_script_compiles(name):
+    from hidet.backend.compiler import CompilerNotFoundError, find_nvcc
+
+    try:
+        find_nvcc()
+    except CompilerNotFoundError:
+        pytest.skip('nvcc not found')
+    arch = None if hidet.cuda.available() else 'sm_90'
+    with hidet.option.context(cuda_arch=arch):
+        built = ALL_MODULES[name]().build()
+    assert built.ir_module.target == 'cuda'
+    assert '__global__' in built.source
+
+
+def test_cuda_script_source():
+    source = reduction_module().source()
+    assert '__device__ __forceinline__ float warp_sum(float v_' in source
+    assert 'hidet::lang::shfl_down_sync' in source and 'hidet::lang::atomic_add' in source
+    for name in ('row_sum', 'sum_all', 'reverse'):
+        assert f'HIDET_KERNEL_EXPORT int32_t {name}(void* const* buffers' in source
+    assert 'warp_sum(void* const*' not in source  # device functions are not exported
+    mma = mma_module().source()
+    assert 'hidet::lang::ldmatrix<2, true>' in mma and 'hidet::lang::cp_async_wait_group<1>()' in mma
+    assert '__shared__ __align__(16) __half' in mma
+
+
+# ---------------------------------------------------------------------------------------------- on the GPU
+class NaiveMatmul(torch.autograd.Function):
+    """torch.autograd.Function around the Hidet Script kernel (forward and backward)."""
+
+    kernel = None
+
+    @staticmethod
+    def run(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        if NaiveMatmul.kernel is None:
+            NaiveMatmul.kernel = naive_matmul_module().build()
+        a, b = a.contiguous(), b.contiguous()
+        m, k = a.shape
+        n = b.shape[1]
+        c = torch.empty(m, n, dtype=a.dtype, device=a.device)
+        NaiveMatmul.kernel(a, b, c, m, n, k)
+        return c
+
+    @staticmethod
+    def forward(ctx, a, b):
+        ctx.save_for_backward(a, b)
+        return NaiveMatmul.run(a, b)
+
+    @staticmethod
+    def backward(ctx, grad):
+        a, b = ctx.saved_tensors
+        return NaiveMatmul.run(grad, b.t()), NaiveMatmul.run(a.t(), grad)
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize('m,n,k', [(1, 1, 1), (37, 45, 29), (128, 96, 200)])
+def test_naive_matmul_autograd(m, n, k):
+    a = torch.randn(m, k, device='cuda', requires_grad=True)
+    b = torch.randn(k, n, device='cuda', requires_grad=True)
+    c = NaiveMatmul.apply(a, b)
+    ref = torch.matmul(a.double(), b.double())
+    torch.testing.assert_close(c.double(), ref, rtol=1e-4, atol=1e-4)
+    grad = torch.randn(m, n, device='cuda')
+    c.backward(grad)
+    torch.testing.assert_close(a.grad.double(), grad.double() @ b.detach().double().t(), rtol=1e-4, atol=1e-4)
+    torch.testing.assert_close(b.grad.double(), a.detach().double().t() @ grad.double(), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.cuda
+def test_naive_matmul_on_a_side_stream():
+    a, b = torch.randn(64, 48, device='cuda'), torch.randn(48, 80, device='cuda')
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):  # the kernel launches on torch's current stream
+        c = NaiveMatmul.run(a, b)
+    torch.cuda.current_stream().wait_stream(stream)
+    torch.testing.assert_close(c, a @ b, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize('m,n,k', [(16, 16, 16), (100, 70, 33), (257, 129, 300)])
+def test_tiled_matmul(m, n, k):
+    built = tiled_matmul_module().build()
+    a, b = torch.randn(m, k, device='cuda'), torch.randn(k, n, device='cuda')
+    c = torch.empty(m, n, device='cuda')
+    built(a, b, c, m, n, k)
+    torch.testing.assert_close(c.double(), a.double() @ b.double(), rtol=1e-4, atol=1e-4)
+    # hidet tensors work as well
+    ha, hb, hc = hidet.from_torch(a), hidet.from_torch(b), hidet.empty([m, n], device='cuda')
+    torch.cuda.synchronize()
+    built(ha, hb, hc, m, n, k)  # on hidet's current stream
+    hidet.cuda.synchronize()
+    torch.testing.assert_close(hc.torch(), c)
+
+
+@pytest.mark.cuda
+def test_warp_shuffle_reductions():
+    built = reduction_module().build()
+    x = torch.randn(37, 1000, device='cuda')
+    y = torch.empty(37, device='cuda')
+    built['row_sum'](x, y, 37, 1000)
+    torch.testing.assert_close(y.double(), x.double().sum(1), rtol=1e-4, atol=1e-3)
+    flat = torch.randn(5000, device='cuda')
+    out = torch.zeros(1, device='cuda')
+    built.sum_all(flat, out, 5000)
+    torch.testing.assert_close(out.double(), flat.double().sum().reshape(1), rtol=1e-4, atol=1e-3)
+    for n in (1000, 20000):  # 80 KB of dynamic shared memory for the larger
+        v = torch.randn(n, device='cuda')
+        r = torch.empty(n, device='cuda')
+        built.reverse(v, r, n)
+        torch.testing.assert_close(r, v.flip(0))
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize('dtype', ['float16', 'bfloat16'])
+def test_mma_sync_tile(dtype):
+    if dtype == 'bfloat16' and torch.cuda.get_device_capability() < (8, 0):
+        pytest.skip('bf16 mma needs sm_80')
+    torch_dtype = getattr(torch, dtype)
+    built = mma_module(f16 if dtype == 'float16' else bf16).build()
+    a = torch.randn(16, 16, device='cuda').to(torch_dtype)
+    b = torch.randn(16, 8, device='cuda').to(torch_dtype)
+    c = torch.empty(16, 8, device='cuda')
+    built(a, b, c)
+    torch.testing.assert_close(c.double(), a.double() @ b.double(), rtol=1e-3, atol=1e-3)
+
+
+@pytest.mark.cuda
+def test_cuda_argument_checks():
+    built = naive_matmul_module().build()
+    a = torch.randn(4, 4, device='cuda')
+    with pytest.raises(ValueError, match='must be on the GPU'):
+        built(a.cpu(), a, a, 4, 4, 4)
+    with pytest.raises(TypeError, match='must hold float32'):
+        built(a.half(), a, a, 4, 4, 4)
+    with pytest.raises(TypeError, match='takes 6 arguments'):
+        built(a, a, a, 4, 4)
+
+
+@pytest.mark.cuda
+def test_intrinsics():
+    import math
+    import struct
+
+    built = intrinsics_module().build()
+    fo = torch.zeros(8, device='cuda')
+    fo[7] = 0.5
+    io = torch.zeros(8, dtype=torch.int32, device='cuda')
+    lo = torch.zeros(2, dtype=torch.int64, device='cuda')
+    ho = torch.zeros(1, dtype=torch.float16, device='cuda')
+    bo = torch.zeros(1, dtype=torch.bfloat16, device='cuda')
+    do = torch.zeros(1, dtype=torch.float64, device='cuda')
+    built(fo, io, lo, ho, bo, do)
+    x = 0.5
+    assert fo[:4].tolist() == [64.0, -32.0, 63.0, -63.0]
+    assert fo[4].item() == pytest.approx(math.exp(x) + math.sqrt(x) + math.tanh(x) + x + x ** 2, rel=1e-5)
+    assert fo[5].item() == pytest.approx(1 + 1 + 1 / math.sqrt(x) + x, rel=1e-5)
+    assert fo[6].item() == float(struct.unpack('<i', struct.pack('<f', x))[0])
+    assert io.tolist() == [64, 63, -63, 7, 5, 3 * 1000 + 4, 0xF, 10 * 100 + 1 * 10 + 1]
+    assert lo.tolist() == [64 << 40, 63]
+    assert ho.item() == 32.0 and bo.item() == 64.0 and do.item() == 16.0
