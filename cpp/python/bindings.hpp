@@ -38,6 +38,7 @@ void check(int status);
 DLDevice make_device(int kind, int index);
 
 void bind_dlpack(pybind11::module_& m);
+void bind_graph(pybind11::module_& m);  // graph.cpp: _C.Graph, _C.CudaGraph
 
 }  // namespace python
 }  // namespace hidet

@@ -262,4 +262,5 @@ PYBIND11_MODULE(_C, m) {
   hidet::python::bind_streams(m);
   hidet::python::bind_kernels(m);
   hidet::python::bind_dlpack(m);
+  hidet::python::bind_graph(m);
 }

@@ -1,5 +1,5 @@
 // The C API (runtime.h): thin wrappers over the C++ runtime. Each function catches every
-// exception, keeps its message for hidet_get_last_error() and returns -1.
+// exception, keeps its message for hidet_get_last_error() and returns -1 (c_api_common.hpp).
 #include <cstring>
 #include <memory>
 #include <string>
@@ -10,6 +10,7 @@
 #include "hidet/runtime/kernel_library.hpp"
 #include "hidet/runtime/memory_pool.hpp"
 #include "hidet/runtime/stream.hpp"
+#include "c_api_common.hpp"
 
 struct HidetKernelLibrary_ {
   std::shared_ptr<hidet::KernelLibrary> library;
@@ -25,8 +26,6 @@ struct HidetEvent_ {
 
 namespace {
 
-thread_local std::string last_error;
-
 hidet::Device to_device(DLDevice device) {
   switch (device.device_type) {
     case kDLCPU:
@@ -41,30 +40,15 @@ hidet::Device to_device(DLDevice device) {
 
 }  // namespace
 
-// Wrap a function body: exceptions become -1 and the thread's last error.
-#define API_BEGIN() try {
-#define API_END()                                  \
-  }                                                \
-  catch (const hidet::OutOfMemoryError& e) {       \
-    last_error = e.what();                         \
-    return HIDET_ERROR_OUT_OF_MEMORY;              \
-  }                                                \
-  catch (const std::exception& e) {                \
-    last_error = e.what();                         \
-    return HIDET_ERROR;                            \
-  }                                                \
-  catch (...) {                                    \
-    last_error = "unknown error (non-standard C++ exception)"; \
-    return HIDET_ERROR;                            \
-  }                                                \
-  return 0;
-
-// An error naming the function and the NULL argument.
-#define CHECK_NOT_NULL(arg) HIDET_CHECK((arg) != nullptr, __func__, ": argument '" #arg "' is NULL")
+namespace hidet {
+namespace c_api {
+thread_local std::string last_error;
+}  // namespace c_api
+}  // namespace hidet
 
 extern "C" {
 
-const char* hidet_get_last_error(void) { return last_error.c_str(); }
+const char* hidet_get_last_error(void) { return hidet::c_api::last_error.c_str(); }
 
 int32_t hidet_runtime_abi_version(void) { return HIDET_RUNTIME_ABI_VERSION; }
 

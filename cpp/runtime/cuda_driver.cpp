@@ -21,12 +21,18 @@ using CUdeviceptr = unsigned long long;
 using CUcontext = struct CUctx_st*;
 using CUstream = struct CUstream_st*;
 using CUevent = struct CUevent_st*;
+using CUgraph = struct CUgraph_st*;
+using CUgraphExec = struct CUgraphExec_st*;
 
 constexpr CUresult CUDA_SUCCESS = 0;
 constexpr CUresult CUDA_ERROR_OUT_OF_MEMORY = 2;
 constexpr unsigned CU_STREAM_NON_BLOCKING = 0x1;
 constexpr unsigned CU_EVENT_DISABLE_TIMING = 0x2;
 constexpr int CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL = 9;
+constexpr int CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75;
+constexpr int CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76;
+// Relaxed capture: other threads' (and our own pool's) non-captured CUDA calls stay legal.
+constexpr int CU_STREAM_CAPTURE_MODE_RELAXED = 2;
 
 const char* const kAdvice = " Use device='cpu', or run on a machine with an NVIDIA GPU.";
 
@@ -38,6 +44,7 @@ struct Driver {
   CUresult (*cuInit)(unsigned flags) = nullptr;
   CUresult (*cuDeviceGetCount)(int* count) = nullptr;
   CUresult (*cuDeviceGet)(CUdevice* device, int ordinal) = nullptr;
+  CUresult (*cuDeviceGetAttribute)(int* value, int attribute, CUdevice device) = nullptr;
   CUresult (*cuDevicePrimaryCtxRetain)(CUcontext* ctx, CUdevice device) = nullptr;
   CUresult (*cuCtxSetCurrent)(CUcontext ctx) = nullptr;
   CUresult (*cuCtxGetCurrent)(CUcontext* ctx) = nullptr;
@@ -51,6 +58,13 @@ struct Driver {
   CUresult (*cuStreamCreate)(CUstream* stream, unsigned flags) = nullptr;
   CUresult (*cuStreamDestroy)(CUstream stream) = nullptr;
   CUresult (*cuStreamSynchronize)(CUstream stream) = nullptr;
+  CUresult (*cuStreamWaitEvent)(CUstream stream, CUevent event, unsigned flags) = nullptr;
+  CUresult (*cuStreamBeginCapture)(CUstream stream, int mode) = nullptr;
+  CUresult (*cuStreamEndCapture)(CUstream stream, CUgraph* graph) = nullptr;
+  CUresult (*cuGraphInstantiateWithFlags)(CUgraphExec* exec, CUgraph graph, unsigned long long flags) = nullptr;
+  CUresult (*cuGraphLaunch)(CUgraphExec exec, CUstream stream) = nullptr;
+  CUresult (*cuGraphExecDestroy)(CUgraphExec exec) = nullptr;
+  CUresult (*cuGraphDestroy)(CUgraph graph) = nullptr;
   CUresult (*cuEventCreate)(CUevent* event, unsigned flags) = nullptr;
   CUresult (*cuEventDestroy)(CUevent event) = nullptr;
   CUresult (*cuEventRecord)(CUevent event, CUstream stream) = nullptr;
@@ -111,6 +125,7 @@ void load(Driver& d) {
   HIDET_RESOLVE(cuInit, "cuInit")
   HIDET_RESOLVE(cuDeviceGetCount, "cuDeviceGetCount")
   HIDET_RESOLVE(cuDeviceGet, "cuDeviceGet")
+  HIDET_RESOLVE(cuDeviceGetAttribute, "cuDeviceGetAttribute")
   HIDET_RESOLVE(cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain")
   HIDET_RESOLVE(cuCtxSetCurrent, "cuCtxSetCurrent")
   HIDET_RESOLVE(cuCtxGetCurrent, "cuCtxGetCurrent")
@@ -124,6 +139,13 @@ void load(Driver& d) {
   HIDET_RESOLVE(cuStreamCreate, "cuStreamCreate")
   HIDET_RESOLVE(cuStreamDestroy, "cuStreamDestroy_v2")
   HIDET_RESOLVE(cuStreamSynchronize, "cuStreamSynchronize")
+  HIDET_RESOLVE(cuStreamWaitEvent, "cuStreamWaitEvent")
+  HIDET_RESOLVE(cuStreamBeginCapture, "cuStreamBeginCapture_v2")
+  HIDET_RESOLVE(cuStreamEndCapture, "cuStreamEndCapture")
+  HIDET_RESOLVE(cuGraphInstantiateWithFlags, "cuGraphInstantiateWithFlags")
+  HIDET_RESOLVE(cuGraphLaunch, "cuGraphLaunch")
+  HIDET_RESOLVE(cuGraphExecDestroy, "cuGraphExecDestroy")
+  HIDET_RESOLVE(cuGraphDestroy, "cuGraphDestroy")
   HIDET_RESOLVE(cuEventCreate, "cuEventCreate")
   HIDET_RESOLVE(cuEventDestroy, "cuEventDestroy_v2")
   HIDET_RESOLVE(cuEventRecord, "cuEventRecord")
@@ -304,6 +326,53 @@ float event_elapsed_ms(void* start, void* end) {
   float ms = 0.0f;
   HIDET_CU(d, cuEventElapsedTime, &ms, static_cast<CUevent>(start), static_cast<CUevent>(end));
   return ms;
+}
+
+void compute_capability(int device, int* major, int* minor) {
+  Driver& d = use_device(device);
+  CUdevice dev;
+  HIDET_CU(d, cuDeviceGet, &dev, device);
+  HIDET_CU(d, cuDeviceGetAttribute, major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev);
+  HIDET_CU(d, cuDeviceGetAttribute, minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev);
+}
+
+void stream_wait_event(void* stream, void* event) {
+  Driver& d = use_any_context();
+  HIDET_CU(d, cuStreamWaitEvent, static_cast<CUstream>(stream), static_cast<CUevent>(event), 0u);
+}
+
+void stream_begin_capture(void* stream) {
+  Driver& d = use_any_context();
+  HIDET_CU(d, cuStreamBeginCapture, static_cast<CUstream>(stream), CU_STREAM_CAPTURE_MODE_RELAXED);
+}
+
+void* stream_end_capture(void* stream) {
+  Driver& d = use_any_context();
+  CUgraph graph = nullptr;
+  HIDET_CU(d, cuStreamEndCapture, static_cast<CUstream>(stream), &graph);
+  return graph;
+}
+
+void* graph_instantiate(void* graph) {
+  Driver& d = use_any_context();
+  CUgraphExec exec = nullptr;
+  HIDET_CU(d, cuGraphInstantiateWithFlags, &exec, static_cast<CUgraph>(graph), 0ull);
+  return exec;
+}
+
+void graph_launch(void* exec, void* stream) {
+  Driver& d = use_any_context();
+  HIDET_CU(d, cuGraphLaunch, static_cast<CUgraphExec>(exec), static_cast<CUstream>(stream));
+}
+
+void graph_exec_destroy(void* exec) {
+  Driver& d = use_any_context();
+  HIDET_CU(d, cuGraphExecDestroy, static_cast<CUgraphExec>(exec));
+}
+
+void graph_destroy(void* graph) {
+  Driver& d = use_any_context();
+  HIDET_CU(d, cuGraphDestroy, static_cast<CUgraph>(graph));
 }
 
 }  // namespace cuda

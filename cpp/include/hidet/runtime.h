@@ -189,6 +189,111 @@ HIDET_API int hidet_kernel_free(HidetKernelHandle kernel);
 HIDET_API int hidet_kernel_launch(HidetKernelHandle kernel, void* const* buffers, int32_t num_buffers,
                                   const int64_t* dims, int32_t num_dims, HidetStream stream);
 
+/* ---------------------------------------------------------------- compiled graphs */
+
+/*
+ * A compiled graph is an artifact (docs/artifact.md) loaded onto a device: its kernel libraries
+ * loaded, its weights copied to the device once. Running it enqueues its instructions on the
+ * caller's stream.
+ *
+ * Thread safety: a graph may be run from several threads at once. Intermediates live in an arena;
+ * on CUDA the graph keeps one arena per stream (created on the first run on that stream, freed
+ * with the graph), so runs on one stream share an arena (they are ordered by the stream) and runs
+ * on different streams never do. On the CPU runs are synchronous and each concurrent run uses an
+ * arena of its own. A CUDA graph (hidet_graph_cuda_graph_create) may likewise be run from several
+ * threads and streams; its replays are serialized on the device.
+ */
+
+/*! \brief Opaque handle of a loaded compiled graph. */
+typedef struct HidetGraph_* HidetGraphHandle;
+/*! \brief Opaque handle of a compiled graph captured into a CUDA graph. */
+typedef struct HidetCudaGraph_* HidetCudaGraphHandle;
+
+/*! \brief Description of a graph input or output. */
+typedef struct {
+  const char* name;     /* as the artifact names it, e.g. "x" */
+  const char* dtype;    /* hidet's dtype name, e.g. "float16" */
+  int32_t ndim;
+  const int64_t* shape; /* ndim extents */
+  uint64_t nbytes;      /* bytes of the (contiguous) tensor */
+} HidetTensorInfo;      /* strings and arrays are owned by the graph: valid until hidet_graph_free */
+
+/*!
+ * \brief Load a compiled graph from an artifact file.
+ * \param path The file; copied, not kept (the file may be removed once the call returns).
+ * \param device_id The CUDA device to load a CUDA artifact onto; ignored for CPU artifacts.
+ * \param out_graph Written with a handle the caller frees with hidet_graph_free.
+ * A missing, truncated or corrupt file, a manifest of another format version, an invalid
+ * manifest, a CUDA artifact where no GPU is present or where the device is older than the
+ * artifact's arch, and kernel libraries that cannot be loaded are errors naming the file.
+ */
+HIDET_API int hidet_graph_load(const char* path, int32_t device_id, HidetGraphHandle* out_graph);
+
+/*!
+ * \brief Load a compiled graph from the bytes of an artifact in host memory.
+ * \param data, size The artifact's bytes; read during the call only (the caller keeps ownership).
+ * \param source_name How error messages name the artifact (e.g. the file it came from); copied.
+ *        NULL: "<memory>".
+ * Otherwise as hidet_graph_load.
+ */
+HIDET_API int hidet_graph_load_from_memory(const void* data, uint64_t size, const char* source_name,
+                                           int32_t device_id, HidetGraphHandle* out_graph);
+
+/*!
+ * \brief Free a graph. On CUDA this waits for the device to finish work that may use the graph.
+ * CUDA graphs created from it stay valid (they keep what they need alive).
+ */
+HIDET_API int hidet_graph_free(HidetGraphHandle graph);
+
+/*! \brief The device the graph runs on: kDLCPU, or kDLCUDA with the device id given at load. */
+HIDET_API int hidet_graph_device(HidetGraphHandle graph, DLDevice* out_device);
+
+/*! \brief Number of inputs of the graph. */
+HIDET_API int hidet_graph_num_inputs(HidetGraphHandle graph, int32_t* out_num_inputs);
+
+/*! \brief Number of outputs of the graph. */
+HIDET_API int hidet_graph_num_outputs(HidetGraphHandle graph, int32_t* out_num_outputs);
+
+/*! \brief Name, dtype and shape of input `index` (its pointers are owned by the graph). */
+HIDET_API int hidet_graph_input_info(HidetGraphHandle graph, int32_t index, HidetTensorInfo* out_info);
+
+/*! \brief Name, dtype and shape of output `index` (its pointers are owned by the graph). */
+HIDET_API int hidet_graph_output_info(HidetGraphHandle graph, int32_t index, HidetTensorInfo* out_info);
+
+/*!
+ * \brief Run the graph: enqueue its work on `stream` (CPU graphs run before the call returns).
+ * \param inputs num_inputs pointers to contiguous tensors on the graph's device, in the order of
+ *        hidet_graph_input_info; owned by the caller and only read, until the work on `stream` is done.
+ * \param outputs num_outputs pointers to the caller's contiguous output buffers, which the run
+ *        writes; owned by the caller.
+ * \param stream The CUDA stream to run on (NULL: the legacy default stream); ignored on the CPU.
+ * Wrong counts and NULL pointers (allowed only for empty tensors) are errors naming the input or
+ * output, e.g. "input 1 ('x'): null pointer"; a failing kernel is an error naming the instruction,
+ * the kernel and the kernel's message. Dtypes, shapes and devices of the buffers are not checked.
+ */
+HIDET_API int hidet_graph_run(HidetGraphHandle graph, const void* const* inputs, int32_t num_inputs,
+                              void* const* outputs, int32_t num_outputs, HidetStream stream);
+
+/*!
+ * \brief Capture a CUDA graph of `graph` (a graph loaded for CUDA; for a CPU graph this is an
+ * error saying so). It owns static input, output and arena buffers and keeps `graph`'s kernels
+ * and weights alive, even after hidet_graph_free(graph).
+ * \param out_cuda_graph Written with a handle the caller frees with hidet_cuda_graph_free.
+ */
+HIDET_API int hidet_graph_cuda_graph_create(HidetGraphHandle graph, HidetCudaGraphHandle* out_cuda_graph);
+
+/*!
+ * \brief Replay a CUDA graph on `stream`: copy the caller's inputs into the static inputs, launch
+ * the graph, copy the static outputs into the caller's outputs, all enqueued on `stream`. A later
+ * replay (on any stream) waits until this one's outputs are copied out, so results handed out are
+ * never overwritten. Arguments and ownership as hidet_graph_run.
+ */
+HIDET_API int hidet_cuda_graph_run(HidetCudaGraphHandle cuda_graph, const void* const* inputs, int32_t num_inputs,
+                                   void* const* outputs, int32_t num_outputs, HidetStream stream);
+
+/*! \brief Free a CUDA graph, after waiting for its last replay to finish. */
+HIDET_API int hidet_cuda_graph_free(HidetCudaGraphHandle cuda_graph);
+
 #ifdef __cplusplus
 }
 #endif

@@ -48,6 +48,21 @@ HIDET_CXX_API void event_destroy(void* event);
 HIDET_CXX_API void event_record(void* event, void* stream);
 HIDET_CXX_API void event_synchronize(void* event);
 HIDET_CXX_API float event_elapsed_ms(void* start, void* end);
+// Make `stream` wait (on the device) until `event`'s recorded work has completed.
+HIDET_CXX_API void stream_wait_event(void* stream, void* event);
+
+// The compute capability (e.g. 9.0 for H100) of a device.
+HIDET_CXX_API void compute_capability(int device, int* major, int* minor);
+
+// CUDA graphs (CUgraph / CUgraphExec as opaque pointers). Capture uses the relaxed mode, so calls
+// of other threads (or our own pool) that are not stream work do not invalidate it. Capture on a
+// stream that the caller made current with set_device.
+HIDET_CXX_API void stream_begin_capture(void* stream);
+HIDET_CXX_API void* stream_end_capture(void* stream);  // returns the captured CUgraph
+HIDET_CXX_API void* graph_instantiate(void* graph);    // returns a CUgraphExec
+HIDET_CXX_API void graph_launch(void* exec, void* stream);
+HIDET_CXX_API void graph_exec_destroy(void* exec);
+HIDET_CXX_API void graph_destroy(void* graph);
 
 }  // namespace cuda
 }  // namespace hidet

@@ -1,0 +1,141 @@
+// Python face of compiled graphs (runtime.h, "compiled graphs"): _C.Graph and _C.CudaGraph hold a
+// C handle each; python/hidet/runtime/compiled_graph.py wraps them. Loading, running and capturing
+// release the GIL.
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "bindings.hpp"
+#include "hidet/runtime.h"
+
+namespace py = pybind11;
+
+namespace hidet {
+namespace python {
+namespace {
+
+struct Graph {
+  HidetGraphHandle handle = nullptr;
+  ~Graph() {
+    if (handle) hidet_graph_free(handle);
+  }
+};
+
+struct CudaGraph {
+  HidetCudaGraphHandle handle = nullptr;
+  ~CudaGraph() {
+    if (handle) hidet_cuda_graph_free(handle);
+  }
+};
+
+// Run a C API call without the GIL, then raise its error (with the GIL) if it failed.
+template <typename F>
+void nogil(F&& f) {
+  int status;
+  {
+    py::gil_scoped_release release;
+    status = f();
+  }
+  check(status);
+}
+
+std::vector<void*> pointers(const std::vector<uintptr_t>& addrs) {
+  std::vector<void*> ptrs;
+  ptrs.reserve(addrs.size());
+  for (uintptr_t a : addrs) ptrs.push_back(reinterpret_cast<void*>(a));
+  return ptrs;
+}
+
+// [(name, dtype, shape, nbytes)] of the inputs or outputs.
+py::list tensor_infos(const Graph& g, bool outputs) {
+  int32_t n = 0;
+  check(outputs ? hidet_graph_num_outputs(g.handle, &n) : hidet_graph_num_inputs(g.handle, &n));
+  py::list result;
+  for (int32_t i = 0; i < n; ++i) {
+    HidetTensorInfo info;
+    check(outputs ? hidet_graph_output_info(g.handle, i, &info) : hidet_graph_input_info(g.handle, i, &info));
+    py::tuple shape(info.ndim);
+    for (int32_t d = 0; d < info.ndim; ++d) shape[d] = info.shape[d];
+    result.append(py::make_tuple(std::string(info.name), std::string(info.dtype), shape, info.nbytes));
+  }
+  return result;
+}
+
+template <typename Run>
+void run_with(Run run, const std::vector<uintptr_t>& inputs, const std::vector<uintptr_t>& outputs, uintptr_t stream) {
+  std::vector<void*> in = pointers(inputs), out = pointers(outputs);
+  nogil([&] {
+    return run(const_cast<const void* const*>(in.data()), static_cast<int32_t>(in.size()), out.data(),
+               static_cast<int32_t>(out.size()), reinterpret_cast<HidetStream>(stream));
+  });
+}
+
+}  // namespace
+
+void bind_graph(py::module_& m) {
+  py::class_<CudaGraph, std::shared_ptr<CudaGraph>>(m, "CudaGraph",
+                                                    "A compiled graph captured into a CUDA graph (Graph.cuda_graph()).")
+      .def(
+          "run",
+          [](const CudaGraph& cg, const std::vector<uintptr_t>& inputs, const std::vector<uintptr_t>& outputs,
+             uintptr_t stream) {
+            run_with([&](auto... args) { return hidet_cuda_graph_run(cg.handle, args...); }, inputs, outputs, stream);
+          },
+          py::arg("input_addrs"), py::arg("output_addrs"), py::arg("stream") = 0,
+          "Copy the inputs in, replay, copy the outputs out: all enqueued on `stream`.");
+
+  py::class_<Graph, std::shared_ptr<Graph>>(m, "Graph", "A compiled graph (an artifact loaded by the C++ runtime).")
+      .def_static(
+          "load",
+          [](const std::string& path, int32_t device_id) {
+            auto g = std::make_shared<Graph>();
+            nogil([&] { return hidet_graph_load(path.c_str(), device_id, &g->handle); });
+            return g;
+          },
+          py::arg("path"), py::arg("device_id") = 0, "Load an artifact file (device_id: the GPU for CUDA artifacts).")
+      .def_static(
+          "load_bytes",
+          [](const py::buffer& data, int32_t device_id, const std::string& source) {
+            py::buffer_info buf = data.request();  // holds a view of `data` until it goes
+            auto g = std::make_shared<Graph>();
+            uint64_t size = static_cast<uint64_t>(buf.size) * static_cast<uint64_t>(buf.itemsize);
+            nogil([&] { return hidet_graph_load_from_memory(buf.ptr, size, source.c_str(), device_id, &g->handle); });
+            return g;
+          },
+          py::arg("data"), py::arg("device_id") = 0, py::arg("source") = "<memory>",
+          "Load an artifact from its bytes; `source` names it in error messages.")
+      .def_property_readonly("inputs", [](const Graph& g) { return tensor_infos(g, false); },
+                             "[(name, dtype, shape, nbytes)] of the inputs")
+      .def_property_readonly("outputs", [](const Graph& g) { return tensor_infos(g, true); },
+                             "[(name, dtype, shape, nbytes)] of the outputs")
+      .def_property_readonly(
+          "device",
+          [](const Graph& g) {
+            DLDevice d;
+            check(hidet_graph_device(g.handle, &d));
+            return py::make_tuple(static_cast<int>(d.device_type), d.device_id);
+          },
+          "(kind, index): kind 1 for cpu, 2 for cuda")
+      .def(
+          "run",
+          [](const Graph& g, const std::vector<uintptr_t>& inputs, const std::vector<uintptr_t>& outputs,
+             uintptr_t stream) {
+            run_with([&](auto... args) { return hidet_graph_run(g.handle, args...); }, inputs, outputs, stream);
+          },
+          py::arg("input_addrs"), py::arg("output_addrs"), py::arg("stream") = 0,
+          "Run on the buffers at the given addresses, enqueued on `stream` (CPU graphs run synchronously).")
+      .def(
+          "cuda_graph",
+          [](const Graph& g) {
+            auto cg = std::make_shared<CudaGraph>();
+            nogil([&] { return hidet_graph_cuda_graph_create(g.handle, &cg->handle); });
+            return cg;
+          },
+          "Capture the graph into a CUDA graph (an error for a CPU graph).");
+}
+
+}  // namespace python
+}  // namespace hidet

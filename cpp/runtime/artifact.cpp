@@ -1,0 +1,163 @@
+// The artifact container (docs/artifact.md): magic, version, entry table, bounds and hashes are all
+// checked before any entry is used, so a truncated or corrupt file is an error, never a crash.
+#include "artifact.hpp"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <set>
+
+#include "hidet/runtime.h"
+#include "hidet/runtime/error.hpp"
+
+namespace hidet {
+namespace artifact {
+namespace {
+
+constexpr uint64_t kHeaderSize = 16;      // magic, version, entry count
+constexpr uint64_t kEntryFixedSize = 28;  // name length + offset + size + hash
+constexpr uint32_t kMaxNameLength = 4096;
+
+uint32_t read_u32(const uint8_t* p) {
+  uint32_t v = 0;
+  for (int i = 3; i >= 0; --i) v = (v << 8) | p[i];
+  return v;
+}
+
+uint64_t read_u64(const uint8_t* p) {
+  uint64_t v = 0;
+  for (int i = 7; i >= 0; --i) v = (v << 8) | p[i];
+  return v;
+}
+
+// The name as it may be printed: non-printable bytes as '?'.
+std::string printable(const uint8_t* p, uint32_t n) {
+  std::string s(reinterpret_cast<const char*>(p), n);
+  for (char& c : s) {
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
+  }
+  return s;
+}
+
+}  // namespace
+
+std::unique_ptr<Container> Container::open_file(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  HIDET_CHECK(fd >= 0, "cannot open artifact ", path, ": ", std::strerror(errno));
+  struct stat st;
+  if (::fstat(fd, &st) != 0) {
+    int err = errno;
+    ::close(fd);
+    throw Error(str_cat("cannot read artifact ", path, ": ", std::strerror(err)));
+  }
+  if (!S_ISREG(st.st_mode)) {
+    ::close(fd);
+    throw Error(str_cat("cannot read artifact ", path, ": not a regular file"));
+  }
+  std::unique_ptr<Container> c(new Container());
+  c->source_ = path;
+  uint64_t size = static_cast<uint64_t>(st.st_size);
+  if (size > 0) {
+    // Mapped rather than read: weights may be large, and are only copied once, to the device.
+    void* m = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
+    int err = errno;
+    ::close(fd);
+    HIDET_CHECK(m != MAP_FAILED, "cannot map artifact ", path, ": ", std::strerror(err));
+    c->mapping_ = m;
+    c->mapping_size_ = size;
+  } else {
+    ::close(fd);
+  }
+  c->parse(static_cast<const uint8_t*>(c->mapping_), size);
+  return c;
+}
+
+std::unique_ptr<Container> Container::from_memory(const void* data, uint64_t size, std::string source) {
+  HIDET_CHECK(data != nullptr || size == 0, "artifact ", source, ": the buffer is NULL");
+  std::unique_ptr<Container> c(new Container());
+  c->source_ = std::move(source);
+  c->parse(static_cast<const uint8_t*>(data), size);
+  return c;
+}
+
+Container::~Container() {
+  if (mapping_ != nullptr) ::munmap(mapping_, mapping_size_);
+}
+
+const Entry* Container::find(const std::string& name) const {
+  for (const Entry& e : entries_) {
+    if (e.name == name) return &e;
+  }
+  return nullptr;
+}
+
+void Container::parse(const uint8_t* data, uint64_t size) {
+  const std::string at = str_cat("artifact ", source_);
+  // Magic: a short file that starts like an artifact is truncated; anything else is not one.
+  uint64_t magic_bytes = size < sizeof(kMagic) ? size : sizeof(kMagic);
+  HIDET_CHECK(size > 0 && std::memcmp(data, kMagic, magic_bytes) == 0, at,
+              " is not a hidet artifact (bad magic: it does not start with \"HIDETART\")");
+  HIDET_CHECK(size >= kHeaderSize, at, " is truncated: the header needs ", kHeaderSize, " bytes but the file has ",
+              size, " bytes");
+  uint32_t version = read_u32(data + 8);
+  HIDET_CHECK(version == kContainerVersion, at, " has container version ", version, "; this runtime reads version ",
+              kContainerVersion);
+  uint32_t count = read_u32(data + 12);
+  HIDET_CHECK(kHeaderSize + uint64_t(count) * kEntryFixedSize <= size, at, " is truncated: its entry table of ",
+              count, " entries needs at least ", kHeaderSize + uint64_t(count) * kEntryFixedSize,
+              " bytes but the file has ", size, " bytes");
+
+  // The entry table, every field checked before it is used.
+  std::vector<uint64_t> hashes;
+  std::set<std::string> names;
+  uint64_t pos = kHeaderSize;
+  for (uint32_t i = 0; i < count; ++i) {
+    HIDET_CHECK(pos + 4 <= size, at, " is truncated: the header of entry ", i, " ends past byte ", size);
+    uint32_t n = read_u32(data + pos);
+    HIDET_CHECK(n > 0 && n <= kMaxNameLength, at, " is corrupt: entry ", i, " has a name of ", n, " bytes");
+    HIDET_CHECK(pos + 4 + n + 24 <= size, at, " is truncated: the header of entry ", i, " ends at byte ",
+                pos + 4 + n + 24, " but the file has ", size, " bytes");
+    Entry e;
+    e.name = printable(data + pos + 4, n);
+    pos += 4 + n;
+    uint64_t offset = read_u64(data + pos);
+    e.size = read_u64(data + pos + 8);
+    hashes.push_back(read_u64(data + pos + 16));
+    pos += 24;
+    HIDET_CHECK(names.insert(e.name).second, at, " is corrupt: entry ", e.name, " appears twice");
+    HIDET_CHECK(offset % kEntryAlignment == 0, at, " is corrupt: entry ", e.name, " starts at byte ", offset,
+                ", not a multiple of ", kEntryAlignment);
+    // offset > size first, so offset + size cannot overflow in the second test.
+    HIDET_CHECK(offset <= size && e.size <= size - offset, at, " is truncated: entry ", e.name, " ends at byte ",
+                (offset > UINT64_MAX - e.size ? UINT64_MAX : offset + e.size), " but the file has ", size, " bytes");
+    e.data = data + offset;
+    entries_.push_back(std::move(e));
+  }
+  for (const Entry& e : entries_) {
+    HIDET_CHECK(e.data >= data + pos || e.size == 0, at, " is corrupt: entry ", e.name,
+                " overlaps the entry table");
+  }
+  // Hashes last: every entry is known to lie inside the file.
+  for (size_t i = 0; i < entries_.size(); ++i) {
+    HIDET_CHECK(hidet_fnv1a64(entries_[i].data, entries_[i].size) == hashes[i], at,
+                " is corrupt: hash mismatch in ", entries_[i].name);
+  }
+}
+
+uint64_t dtype_nbytes(const std::string& dtype) {
+  static const std::pair<const char*, uint64_t> kDtypes[] = {
+      {"float32", 4}, {"float16", 2}, {"bfloat16", 2}, {"float64", 8}, {"int8", 1},
+      {"int16", 2},   {"int32", 4},   {"int64", 8},    {"uint8", 1},   {"bool", 1},
+  };
+  for (const auto& d : kDtypes) {
+    if (dtype == d.first) return d.second;
+  }
+  return 0;
+}
+
+}  // namespace artifact
+}  // namespace hidet

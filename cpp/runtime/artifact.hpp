@@ -1,0 +1,103 @@
+// Reading compiled-graph artifacts (docs/artifact.md): the container (entries with FNV-1a-64
+// hashes) and the manifest, both validated completely before anything runs. Every error is a
+// hidet::Error whose message starts with "artifact <source> " (the file path, or "<memory>").
+// Internal to libhidet_runtime.so.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace hidet {
+namespace artifact {
+
+constexpr char kMagic[8] = {'H', 'I', 'D', 'E', 'T', 'A', 'R', 'T'};
+constexpr uint32_t kContainerVersion = 1;
+constexpr int64_t kFormatVersion = 1;
+constexpr uint64_t kEntryAlignment = 64;
+constexpr uint64_t kWeightAlignment = 64;
+constexpr uint64_t kArenaAlignment = 256;
+
+struct Entry {
+  std::string name;
+  const uint8_t* data = nullptr;  // into the container's bytes
+  uint64_t size = 0;
+};
+
+// The checked entries of a container. Its bytes are mapped from a file (kept mapped while the
+// Container lives) or borrowed from the caller's buffer (which must outlive the Container).
+class Container {
+ public:
+  // Read and check a file / a buffer: magic, container version, entry table, bounds, hashes.
+  static std::unique_ptr<Container> open_file(const std::string& path);
+  static std::unique_ptr<Container> from_memory(const void* data, uint64_t size, std::string source = "<memory>");
+  ~Container();
+  Container(const Container&) = delete;
+  Container& operator=(const Container&) = delete;
+
+  const std::string& source() const { return source_; }
+  const std::vector<Entry>& entries() const { return entries_; }
+  const Entry* find(const std::string& name) const;  // nullptr when absent
+
+ private:
+  Container() = default;
+  void parse(const uint8_t* data, uint64_t size);
+  std::string source_;
+  std::vector<Entry> entries_;
+  void* mapping_ = nullptr;  // munmap'ed by the destructor
+  uint64_t mapping_size_ = 0;
+};
+
+enum class StorageKind { Input, Output, Weight, Arena };
+
+struct TensorSpec {
+  std::string dtype;
+  std::vector<int64_t> shape;
+  StorageKind storage = StorageKind::Arena;
+  uint64_t offset = 0;  // weight: in weights.bin; arena: in the arena
+  uint64_t nbytes = 0;
+};
+
+struct IoSpec {
+  std::string name;
+  int32_t tensor = 0;
+};
+
+struct KernelSpec {
+  std::string library;   // entry name, e.g. "kernels/0.so"
+  std::string function;  // exported symbol, e.g. "launch"
+  std::string name;      // for messages, e.g. "fused_matmul_add" (defaults to `function`)
+};
+
+// A kernel instruction (kernel >= 0) reads `inputs` and writes `outputs`; a copy instruction
+// (kernel == -1) copies tensor inputs[0] into outputs[0].
+struct Instruction {
+  int32_t kernel = -1;
+  std::vector<int32_t> inputs;
+  std::vector<int32_t> outputs;
+};
+
+struct Manifest {
+  int64_t format_version = 0;
+  std::string hidet_version;
+  std::string target;  // "cpu" | "cuda"
+  std::string arch;    // "sm_90" | "x86-64"
+  std::vector<IoSpec> inputs, outputs;
+  std::vector<TensorSpec> tensors;
+  std::vector<KernelSpec> kernels;
+  std::vector<Instruction> instructions;
+  uint64_t arena_nbytes = 0;
+  uint64_t weights_nbytes = 0;
+};
+
+// Bytes of one element of a dtype named as hidet names it; 0 for an unknown name.
+uint64_t dtype_nbytes(const std::string& dtype);
+
+// Parse manifest.json and check it against itself and the container (tensor ids in range, known
+// dtypes and storages, weights and arena tensors within their memory, every input and output
+// listed once, kernel libraries present).
+Manifest read_manifest(const Container& container);
+
+}  // namespace artifact
+}  // namespace hidet

@@ -1,0 +1,100 @@
+// CUDA graphs of a compiled graph (graph.hpp): captured once with static buffers, replayed with the
+// caller's inputs and outputs copied in and out on the caller's stream.
+#include <cstdio>
+
+#include "graph.hpp"
+#include "hidet/runtime/cuda_driver.hpp"
+#include "hidet/runtime/error.hpp"
+#include "hidet/runtime/stream.hpp"
+
+namespace hidet {
+
+namespace {
+
+void destroy_quietly(void* exec, void* graph, void* event) {
+  try {
+    if (exec) cuda::graph_exec_destroy(exec);
+    if (graph) cuda::graph_destroy(graph);
+    if (event) cuda::event_destroy(event);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "hidet: destroying a CUDA graph failed: %s\n", e.what());
+  }
+}
+
+}  // namespace
+
+CudaGraph::CudaGraph(std::shared_ptr<Graph> graph) : graph_(std::move(graph)) {
+  const Graph& g = *graph_;
+  HIDET_CHECK(g.device().is_cuda(), "artifact ", g.source(), " was built for the CPU; CUDA graphs need a graph built ",
+              "for CUDA");
+  const Device device = g.device();
+  const artifact::Manifest& m = g.manifest();
+  cuda::set_device(device.index);
+  Stream stream = Stream::create(device.index);  // private: nothing else is enqueued while capturing
+  void* s = stream.handle();
+
+  std::vector<const void*> in_ptrs;
+  std::vector<void*> out_ptrs;
+  for (const auto& io : m.inputs) {
+    static_inputs_.push_back(Storage::allocate(device, m.tensors[io.tensor].nbytes, s));
+    in_ptrs.push_back(static_inputs_.back()->ptr());
+  }
+  for (const auto& io : m.outputs) {
+    static_outputs_.push_back(Storage::allocate(device, m.tensors[io.tensor].nbytes, s));
+    out_ptrs.push_back(static_outputs_.back()->ptr());
+  }
+  if (m.arena_nbytes > 0) arena_ = Storage::allocate(device, m.arena_nbytes, s);
+  // Cached blocks may still be in use by work of an earlier stream with the same handle; the
+  // replays run on other streams, so wait for all work once.
+  cuda::device_synchronize(device.index);
+
+  cuda::stream_begin_capture(s);
+  try {
+    g.execute(in_ptrs.data(), out_ptrs.data(), arena_ ? arena_->ptr() : nullptr, s);
+  } catch (...) {
+    try {  // end the (invalidated) capture, so the stream can be destroyed
+      void* broken = cuda::stream_end_capture(s);
+      if (broken) cuda::graph_destroy(broken);
+    } catch (...) {
+    }
+    throw;
+  }
+  cu_graph_ = cuda::stream_end_capture(s);
+  try {
+    exec_ = cuda::graph_instantiate(cu_graph_);
+    done_event_ = cuda::event_create(device.index, false);
+  } catch (...) {
+    destroy_quietly(exec_, cu_graph_, nullptr);
+    throw;
+  }
+}
+
+CudaGraph::~CudaGraph() {
+  try {
+    cuda::event_synchronize(done_event_);  // the static buffers go back to the pool below
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "hidet: waiting for a CUDA graph of %s: %s\n", graph_->source().c_str(), e.what());
+  }
+  destroy_quietly(exec_, cu_graph_, done_event_);
+}
+
+void CudaGraph::run(const void* const* inputs, int32_t num_inputs, void* const* outputs, int32_t num_outputs,
+                    void* stream) {
+  graph_->check_buffers(inputs, num_inputs, outputs, num_outputs);
+  const artifact::Manifest& m = graph_->manifest();
+  cuda::set_device(graph_->device().index);
+  std::lock_guard<std::mutex> lock(mutex_);
+  // The previous replay (maybe on another stream) must have copied its outputs out before this one
+  // overwrites the static buffers. Waiting on a never-recorded event is a no-op.
+  cuda::stream_wait_event(stream, done_event_);
+  for (size_t i = 0; i < static_inputs_.size(); ++i) {
+    cuda::memcpy_async(static_inputs_[i]->ptr(), inputs[i], m.tensors[m.inputs[i].tensor].nbytes, stream);
+  }
+  cuda::graph_launch(exec_, stream);
+  for (size_t i = 0; i < static_outputs_.size(); ++i) {
+    cuda::memcpy_async(outputs[i], static_outputs_[i]->ptr(), m.tensors[m.outputs[i].tensor].nbytes, stream);
+  }
+  cuda::event_record(done_event_, stream);
+}
+
+}  // namespace hidet

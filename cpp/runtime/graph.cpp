@@ -1,0 +1,296 @@
+// The graph executor (graph.hpp): loading an artifact's kernels and weights, and running its
+// instruction list on the caller's stream.
+#include "graph.hpp"
+
+#include <dlfcn.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include "hidet/runtime/cuda_driver.hpp"
+#include "hidet/runtime/error.hpp"
+
+namespace hidet {
+namespace {
+
+// Write all of `size` bytes to fd; false on failure (errno set).
+bool write_all(int fd, const uint8_t* data, uint64_t size) {
+  while (size > 0) {
+    ssize_t n = ::write(fd, data, size);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    data += n;
+    size -= static_cast<uint64_t>(n);
+  }
+  return true;
+}
+
+// An anonymous in-memory file holding `entry`'s bytes, whose /proc/self/fd path names no library
+// that is loaded already: dlopen matches libraries by path before it opens anything, so a path
+// that a library (since closed, but not unloaded) had used would give back that stale library.
+// Returns -1 when memory files are unavailable.
+int memfd_for(const artifact::Entry& entry) {
+  std::vector<int> stale;
+  int fd = -1;
+  for (int attempt = 0; attempt < 16 && fd < 0; ++attempt) {
+    int candidate = ::memfd_create("hidet-kernels", MFD_CLOEXEC);
+    if (candidate < 0) break;
+    std::string path = "/proc/self/fd/" + std::to_string(candidate);
+    void* loaded = dlopen(path.c_str(), RTLD_LAZY | RTLD_NOLOAD);
+    dlerror();  // an empty file is no library: clear that error, it is expected
+    if (loaded != nullptr) {
+      dlclose(loaded);
+      stale.push_back(candidate);  // kept open until we are done, so the next fd gets another number
+      continue;
+    }
+    if (!write_all(candidate, entry.data, entry.size)) {
+      ::close(candidate);
+      break;
+    }
+    fd = candidate;
+  }
+  for (int s : stale) ::close(s);
+  return fd;
+}
+
+}  // namespace
+
+// A kernel library loaded from an artifact entry: from a memory file (kept open while the library
+// is loaded, so its /proc path stays unique) or, where memory files cannot be mapped executable,
+// from a private temporary file removed right after loading.
+struct Graph::LoadedLibrary {
+  std::shared_ptr<KernelLibrary> library;
+  int fd = -1;
+  ~LoadedLibrary() {
+    library.reset();
+    if (fd >= 0) ::close(fd);
+  }
+};
+
+void Graph::load_kernels(const artifact::Container& container) {
+  std::map<std::string, std::shared_ptr<LoadedLibrary>> by_entry;
+  for (size_t i = 0; i < manifest_.kernels.size(); ++i) {
+    const artifact::KernelSpec& spec = manifest_.kernels[i];
+    std::shared_ptr<LoadedLibrary>& lib = by_entry[spec.library];
+    if (!lib) {
+      const artifact::Entry* entry = container.find(spec.library);  // present: checked by read_manifest
+      lib = std::make_shared<LoadedLibrary>();
+      std::string memfd_error;
+      lib->fd = memfd_for(*entry);
+      if (lib->fd >= 0) {
+        try {
+          lib->library = KernelLibrary::load("/proc/self/fd/" + std::to_string(lib->fd));
+        } catch (const Error& e) {
+          memfd_error = e.what();
+          ::close(lib->fd);
+          lib->fd = -1;
+        }
+      }
+      if (!lib->library) {
+        const char* tmpdir = std::getenv("TMPDIR");
+        std::string path = str_cat(tmpdir && *tmpdir ? tmpdir : "/tmp", "/hidet-kernels-XXXXXX");
+        int fd = ::mkstemp(path.data());
+        HIDET_CHECK(fd >= 0, "artifact ", source_, ": cannot load ", spec.library, ": cannot create a temporary file ",
+                    path, ": ", std::strerror(errno), memfd_error.empty() ? "" : "; from memory: ", memfd_error);
+        bool written = write_all(fd, entry->data, entry->size);
+        ::close(fd);
+        try {
+          HIDET_CHECK(written, "cannot write ", path, ": ", std::strerror(errno));
+          lib->library = KernelLibrary::load(path);
+        } catch (const Error& e) {
+          ::unlink(path.c_str());
+          throw Error(str_cat("artifact ", source_, ": cannot load ", spec.library, ": ", e.what()));
+        }
+        ::unlink(path.c_str());  // the loaded library keeps its mapping
+      }
+      libraries_.push_back(lib);
+    }
+    try {
+      kernels_.push_back(lib->library->get_kernel(spec.function));
+    } catch (const Error&) {
+      throw Error(str_cat("artifact ", source_, ": kernel ", i, " ('", spec.name, "'): ", spec.library,
+                          " exports no function '", spec.function, "'"));
+    }
+  }
+}
+
+void Graph::load_weights(const artifact::Container& container) {
+  if (manifest_.weights_nbytes == 0) return;
+  const artifact::Entry* entry = container.find("weights.bin");  // its size was checked
+  weights_ = Storage::allocate(device_, manifest_.weights_nbytes);
+  copy_bytes(weights_->ptr(), device_, entry->data, Device::cpu(), entry->size, nullptr);
+  // The source is the caller's buffer or our mapping: wait until the copy has read it.
+  if (device_.is_cuda()) cuda::device_synchronize(device_.index);
+}
+
+// sm_XY[a]: the kernels carry SASS for X.Y and PTX, so any device of at least X.Y runs them;
+// arch-specific "a" kernels run on exactly X.Y.
+static void check_cuda_device(const artifact::Manifest& m, const std::string& source, int32_t device_id) {
+  if (!cuda::available()) {
+    throw Error(str_cat("artifact ", source, " was built for cuda ", m.arch, " but no CUDA device is available: ",
+                        cuda::unavailable_reason()));
+  }
+  HIDET_CHECK(device_id >= 0 && device_id < cuda::device_count(), "artifact ", source, ": cannot load onto cuda:",
+              device_id, ": this machine has ", cuda::device_count(), " CUDA device(s)");
+  int want_major = 0, want_minor = 0;
+  char suffix = '\0';
+  int n = 0;
+  int fields = std::sscanf(m.arch.c_str(), "sm_%d%n", &want_major, &n);
+  HIDET_CHECK(fields == 1 && want_major >= 10, "artifact ", source, ": unknown cuda arch '", m.arch,
+              "' (expected e.g. sm_90)");
+  const char* rest = m.arch.c_str() + n;
+  HIDET_CHECK(*rest == '\0' || (rest[0] == 'a' && rest[1] == '\0'), "artifact ", source, ": unknown cuda arch '",
+              m.arch, "' (expected e.g. sm_90)");
+  suffix = *rest;
+  want_minor = want_major % 10;
+  want_major /= 10;
+  int major = 0, minor = 0;
+  cuda::compute_capability(device_id, &major, &minor);
+  bool ok = suffix == 'a' ? (major == want_major && minor == want_minor)
+                          : (major > want_major || (major == want_major && minor >= want_minor));
+  HIDET_CHECK(ok, "artifact ", source, " was built for ", m.arch, " but device ", device_id, " is sm_", major, minor);
+}
+
+std::shared_ptr<Graph> Graph::load(const artifact::Container& container, int32_t device_id) {
+  std::shared_ptr<Graph> g(new Graph());
+  g->source_ = container.source();
+  g->manifest_ = artifact::read_manifest(container);
+  const artifact::Manifest& m = g->manifest_;
+  if (m.target == "cuda") {
+    check_cuda_device(m, g->source_, device_id);
+    g->device_ = Device::cuda(device_id);
+  } else {
+#if defined(__x86_64__)
+    HIDET_CHECK(m.arch == "x86-64", "artifact ", g->source_, " was built for cpu ", m.arch, " but this machine is x86-64");
+#endif
+    g->device_ = Device::cpu();
+  }
+  g->load_kernels(container);
+  g->load_weights(container);
+  return g;
+}
+
+Graph::~Graph() {
+  if (device_.is_cuda()) {
+    try {
+      cuda::device_synchronize(device_.index);  // kernels still running may read weights or arenas
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "hidet: freeing a graph of %s: %s\n", source_.c_str(), e.what());
+    }
+  }
+}
+
+std::string Graph::where(size_t i) const {
+  const artifact::Instruction& inst = manifest_.instructions[i];
+  if (inst.kernel < 0) return str_cat("artifact ", source_, ": instruction ", i, " (copy)");
+  return str_cat("artifact ", source_, ": instruction ", i, " (kernel '", manifest_.kernels[inst.kernel].name, "')");
+}
+
+void Graph::check_buffers(const void* const* inputs, int32_t num_inputs, void* const* outputs,
+                          int32_t num_outputs) const {
+  auto describe = [](const std::vector<artifact::IoSpec>& list) {
+    std::string s;
+    for (const auto& io : list) s += (s.empty() ? "" : ", ") + io.name;
+    return s;
+  };
+  const auto& m = manifest_;
+  HIDET_CHECK(num_inputs == static_cast<int32_t>(m.inputs.size()), "the graph takes ", m.inputs.size(),
+              " input(s) (", describe(m.inputs), "), got ", num_inputs);
+  HIDET_CHECK(num_outputs == static_cast<int32_t>(m.outputs.size()), "the graph has ", m.outputs.size(),
+              " output(s) (", describe(m.outputs), "), got ", num_outputs);
+  HIDET_CHECK(inputs != nullptr || num_inputs == 0, "the array of inputs is NULL");
+  HIDET_CHECK(outputs != nullptr || num_outputs == 0, "the array of outputs is NULL");
+  // A NULL pointer is fine for an empty tensor (torch gives empty tensors no memory).
+  for (int32_t i = 0; i < num_inputs; ++i) {
+    HIDET_CHECK(inputs[i] != nullptr || m.tensors[m.inputs[i].tensor].nbytes == 0, "input ", i, " ('",
+                m.inputs[i].name, "'): null pointer");
+  }
+  for (int32_t i = 0; i < num_outputs; ++i) {
+    HIDET_CHECK(outputs[i] != nullptr || m.tensors[m.outputs[i].tensor].nbytes == 0, "output ", i, " ('",
+                m.outputs[i].name, "'): null pointer");
+  }
+}
+
+void Graph::execute(const void* const* inputs, void* const* outputs, void* arena, void* stream) const {
+  const auto& m = manifest_;
+  std::vector<void*> addrs(m.tensors.size(), nullptr);
+  for (size_t i = 0; i < m.inputs.size(); ++i) addrs[m.inputs[i].tensor] = const_cast<void*>(inputs[i]);
+  for (size_t i = 0; i < m.outputs.size(); ++i) addrs[m.outputs[i].tensor] = outputs[i];
+  for (size_t t = 0; t < m.tensors.size(); ++t) {
+    const artifact::TensorSpec& spec = m.tensors[t];
+    if (spec.storage == artifact::StorageKind::Weight && weights_) {
+      addrs[t] = static_cast<uint8_t*>(weights_->ptr()) + spec.offset;
+    } else if (spec.storage == artifact::StorageKind::Arena && arena != nullptr) {
+      addrs[t] = static_cast<uint8_t*>(arena) + spec.offset;
+    }
+  }
+  std::vector<void*> buffers;
+  for (size_t i = 0; i < m.instructions.size(); ++i) {
+    const artifact::Instruction& inst = m.instructions[i];
+    try {
+      if (inst.kernel < 0) {
+        uint64_t nbytes = m.tensors[inst.inputs[0]].nbytes;
+        copy_bytes(addrs[inst.outputs[0]], device_, addrs[inst.inputs[0]], device_, nbytes, stream);
+        continue;
+      }
+      buffers.clear();
+      for (int32_t t : inst.inputs) buffers.push_back(addrs[t]);
+      for (int32_t t : inst.outputs) buffers.push_back(addrs[t]);
+      kernels_[inst.kernel].launch(buffers.data(), static_cast<int32_t>(buffers.size()), nullptr, 0, stream);
+    } catch (const std::exception& e) {
+      throw Error(str_cat(where(i), ": ", e.what()));
+    }
+  }
+}
+
+Graph::Arena& Graph::cuda_arena(void* stream) {
+  std::lock_guard<std::mutex> lock(arenas_mutex_);
+  std::unique_ptr<Arena>& arena = cuda_arenas_[stream];
+  if (!arena) {
+    auto fresh = std::make_unique<Arena>();
+    // Keyed by the stream in the pool as well: its blocks are reused only by work on this stream.
+    if (manifest_.arena_nbytes > 0) fresh->storage = Storage::allocate(device_, manifest_.arena_nbytes, stream);
+    arena = std::move(fresh);
+  }
+  return *arena;
+}
+
+void Graph::run(const void* const* inputs, int32_t num_inputs, void* const* outputs, int32_t num_outputs,
+                void* stream) {
+  check_buffers(inputs, num_inputs, outputs, num_outputs);
+  if (device_.is_cuda()) {
+    cuda::set_device(device_.index);  // kernels launch into the current context
+    Arena& arena = cuda_arena(stream);
+    std::lock_guard<std::mutex> lock(arena.mutex);
+    execute(inputs, outputs, arena.storage ? arena.storage->ptr() : nullptr, stream);
+    return;
+  }
+  // CPU: take an idle arena (or a new one) for the duration of this synchronous run.
+  std::shared_ptr<Storage> arena;
+  if (manifest_.arena_nbytes > 0) {
+    {
+      std::lock_guard<std::mutex> lock(arenas_mutex_);
+      if (!cpu_free_arenas_.empty()) {
+        arena = std::move(cpu_free_arenas_.back());
+        cpu_free_arenas_.pop_back();
+      }
+    }
+    if (!arena) arena = Storage::allocate(device_, manifest_.arena_nbytes);
+  }
+  struct GiveBack {  // returns the arena even when a kernel fails
+    Graph* g;
+    std::shared_ptr<Storage>& arena;
+    ~GiveBack() {
+      if (!arena) return;
+      std::lock_guard<std::mutex> lock(g->arenas_mutex_);
+      g->cpu_free_arenas_.push_back(std::move(arena));
+    }
+  } give_back{this, arena};
+  execute(inputs, outputs, arena ? arena->ptr() : nullptr, stream);
+}
+
+}  // namespace hidet

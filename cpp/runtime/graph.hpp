@@ -1,0 +1,100 @@
+// The graph executor: a loaded artifact (kernels loaded, weights on the device) run instruction by
+// instruction on the caller's stream. Internal to libhidet_runtime.so; C callers use the
+// hidet_graph_* functions of runtime.h.
+//
+// Thread safety: run() may be called from several threads at once. Intermediates live in an arena
+// of manifest().arena_nbytes bytes:
+//  - CUDA: one arena per stream, created on the first run on that stream and kept until the graph
+//    is destroyed. Work on one stream is ordered, so successive runs on a stream may share its
+//    arena; runs on two streams never share one. Host threads that enqueue on the same stream at
+//    the same time are serialized while they enqueue.
+//  - CPU: runs are synchronous; each concurrent run takes an arena of its own from a free list.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "artifact.hpp"
+#include "hidet/runtime/device.hpp"
+#include "hidet/runtime/kernel_library.hpp"
+#include "hidet/runtime/storage.hpp"
+
+namespace hidet {
+
+class Graph {
+ public:
+  // Load a checked container onto a device: CPU artifacts ignore `device_id`; CUDA artifacts need
+  // a device at least as new as the artifact's arch. The container may be dropped afterwards.
+  static std::shared_ptr<Graph> load(const artifact::Container& container, int32_t device_id);
+  ~Graph();  // waits for the device (CUDA) before memory goes back to the pool
+  Graph(const Graph&) = delete;
+  Graph& operator=(const Graph&) = delete;
+
+  const artifact::Manifest& manifest() const { return manifest_; }
+  Device device() const { return device_; }
+  const std::string& source() const { return source_; }
+
+  // Check the caller's buffers (counts, NULL pointers of non-empty tensors), then enqueue every
+  // instruction on `stream` (CPU: run them now).
+  void run(const void* const* inputs, int32_t num_inputs, void* const* outputs, int32_t num_outputs, void* stream);
+  void check_buffers(const void* const* inputs, int32_t num_inputs, void* const* outputs, int32_t num_outputs) const;
+
+  // Enqueue the instructions with the given input/output/arena addresses (no checks, no locks):
+  // the building block of run() and of CUDA graph capture.
+  void execute(const void* const* inputs, void* const* outputs, void* arena, void* stream) const;
+
+ private:
+  struct Arena {
+    std::shared_ptr<Storage> storage;  // nullptr when arena_nbytes is 0
+    std::mutex mutex;                  // held while a run enqueues its work with this arena
+  };
+  struct LoadedLibrary;
+
+  Graph() = default;
+  void load_kernels(const artifact::Container& container);
+  void load_weights(const artifact::Container& container);
+  Arena& cuda_arena(void* stream);
+  std::string where(size_t instruction) const;  // "artifact g.hidet: instruction 2 (kernel 'matmul')"
+
+  std::string source_;
+  artifact::Manifest manifest_;
+  Device device_;
+  // Libraries before kernels: kernels are destroyed first.
+  std::vector<std::shared_ptr<LoadedLibrary>> libraries_;
+  std::vector<Kernel> kernels_;  // by manifest kernel index
+  std::shared_ptr<Storage> weights_;
+  std::mutex arenas_mutex_;
+  std::map<void*, std::unique_ptr<Arena>> cuda_arenas_;      // by stream
+  std::vector<std::shared_ptr<Storage>> cpu_free_arenas_;  // idle CPU arenas
+};
+
+// A CUDA graph captured from a Graph: static input, output and arena buffers, captured once on a
+// private stream. run() copies the caller's inputs into the static inputs, replays the graph and
+// copies the static outputs into the caller's outputs, all on the caller's stream; the next run
+// (on any stream) waits for the previous one's copies, so results are never overwritten and runs
+// on several streams or threads are safe (they are serialized on the device).
+class CudaGraph {
+ public:
+  explicit CudaGraph(std::shared_ptr<Graph> graph);  // throws for a CPU graph
+  ~CudaGraph();
+  CudaGraph(const CudaGraph&) = delete;
+  CudaGraph& operator=(const CudaGraph&) = delete;
+
+  void run(const void* const* inputs, int32_t num_inputs, void* const* outputs, int32_t num_outputs, void* stream);
+  const Graph& graph() const { return *graph_; }
+
+ private:
+  std::shared_ptr<Graph> graph_;  // kept alive: its kernels and weights are in the captured graph
+  std::vector<std::shared_ptr<Storage>> static_inputs_, static_outputs_;
+  std::shared_ptr<Storage> arena_;
+  void* cu_graph_ = nullptr;
+  void* exec_ = nullptr;
+  void* done_event_ = nullptr;  // recorded after each run's copies out
+  std::mutex mutex_;
+};
+
+}  // namespace hidet

@@ -1,0 +1,134 @@
+// The C API of compiled graphs (runtime.h, "compiled graphs"): thin wrappers over graph.hpp.
+#include <memory>
+#include <string>
+
+#include "artifact.hpp"
+#include "c_api_common.hpp"
+#include "graph.hpp"
+
+struct HidetGraph_ {
+  std::shared_ptr<hidet::Graph> graph;
+};
+
+struct HidetCudaGraph_ {
+  std::unique_ptr<hidet::CudaGraph> cuda_graph;
+};
+
+namespace {
+
+void fill_info(const hidet::Graph& g, const std::vector<hidet::artifact::IoSpec>& list, const char* what,
+               int32_t index, HidetTensorInfo* out) {
+  HIDET_CHECK(index >= 0 && index < static_cast<int32_t>(list.size()), what, " index ", index,
+              " is out of range: the graph has ", list.size(), " ", what, "s");
+  const hidet::artifact::IoSpec& io = list[index];
+  const hidet::artifact::TensorSpec& t = g.manifest().tensors[io.tensor];
+  out->name = io.name.c_str();
+  out->dtype = t.dtype.c_str();
+  out->ndim = static_cast<int32_t>(t.shape.size());
+  out->shape = t.shape.data();
+  out->nbytes = t.nbytes;
+}
+
+}  // namespace
+
+extern "C" {
+
+int hidet_graph_load(const char* path, int32_t device_id, HidetGraphHandle* out_graph) {
+  API_BEGIN();
+  CHECK_NOT_NULL(path);
+  CHECK_NOT_NULL(out_graph);
+  std::unique_ptr<hidet::artifact::Container> container = hidet::artifact::Container::open_file(path);
+  *out_graph = new HidetGraph_{hidet::Graph::load(*container, device_id)};
+  API_END();
+}
+
+int hidet_graph_load_from_memory(const void* data, uint64_t size, const char* source_name, int32_t device_id,
+                                 HidetGraphHandle* out_graph) {
+  API_BEGIN();
+  CHECK_NOT_NULL(out_graph);
+  auto container =
+      hidet::artifact::Container::from_memory(data, size, source_name != nullptr ? source_name : "<memory>");
+  *out_graph = new HidetGraph_{hidet::Graph::load(*container, device_id)};
+  API_END();
+}
+
+int hidet_graph_free(HidetGraphHandle graph) {
+  API_BEGIN();
+  CHECK_NOT_NULL(graph);
+  delete graph;
+  API_END();
+}
+
+int hidet_graph_device(HidetGraphHandle graph, DLDevice* out_device) {
+  API_BEGIN();
+  CHECK_NOT_NULL(graph);
+  CHECK_NOT_NULL(out_device);
+  hidet::Device d = graph->graph->device();
+  *out_device = DLDevice{d.is_cuda() ? kDLCUDA : kDLCPU, d.is_cuda() ? d.index : 0};
+  API_END();
+}
+
+int hidet_graph_num_inputs(HidetGraphHandle graph, int32_t* out_num_inputs) {
+  API_BEGIN();
+  CHECK_NOT_NULL(graph);
+  CHECK_NOT_NULL(out_num_inputs);
+  *out_num_inputs = static_cast<int32_t>(graph->graph->manifest().inputs.size());
+  API_END();
+}
+
+int hidet_graph_num_outputs(HidetGraphHandle graph, int32_t* out_num_outputs) {
+  API_BEGIN();
+  CHECK_NOT_NULL(graph);
+  CHECK_NOT_NULL(out_num_outputs);
+  *out_num_outputs = static_cast<int32_t>(graph->graph->manifest().outputs.size());
+  API_END();
+}
+
+int hidet_graph_input_info(HidetGraphHandle graph, int32_t index, HidetTensorInfo* out_info) {
+  API_BEGIN();
+  CHECK_NOT_NULL(graph);
+  CHECK_NOT_NULL(out_info);
+  fill_info(*graph->graph, graph->graph->manifest().inputs, "input", index, out_info);
+  API_END();
+}
+
+int hidet_graph_output_info(HidetGraphHandle graph, int32_t index, HidetTensorInfo* out_info) {
+  API_BEGIN();
+  CHECK_NOT_NULL(graph);
+  CHECK_NOT_NULL(out_info);
+  fill_info(*graph->graph, graph->graph->manifest().outputs, "output", index, out_info);
+  API_END();
+}
+
+int hidet_graph_run(HidetGraphHandle graph, const void* const* inputs, int32_t num_inputs, void* const* outputs,
+                    int32_t num_outputs, HidetStream stream) {
+  API_BEGIN();
+  CHECK_NOT_NULL(graph);
+  graph->graph->run(inputs, num_inputs, outputs, num_outputs, stream);
+  API_END();
+}
+
+int hidet_graph_cuda_graph_create(HidetGraphHandle graph, HidetCudaGraphHandle* out_cuda_graph) {
+  API_BEGIN();
+  CHECK_NOT_NULL(graph);
+  CHECK_NOT_NULL(out_cuda_graph);
+  *out_cuda_graph = new HidetCudaGraph_{std::make_unique<hidet::CudaGraph>(graph->graph)};
+  API_END();
+}
+
+int hidet_cuda_graph_run(HidetCudaGraphHandle cuda_graph, const void* const* inputs, int32_t num_inputs,
+                         void* const* outputs, int32_t num_outputs, HidetStream stream) {
+  API_BEGIN();
+  CHECK_NOT_NULL(cuda_graph);
+  cuda_graph->cuda_graph->run(inputs, num_inputs, outputs, num_outputs, stream);
+  API_END();
+}
+
+int hidet_cuda_graph_free(HidetCudaGraphHandle cuda_graph) {
+  API_BEGIN();
+  CHECK_NOT_NULL(cuda_graph);
+  delete cuda_graph;
+  API_END();
+}
+
+}  // extern "C"

@@ -1,0 +1,258 @@
+// manifest.json of an artifact (docs/artifact.md): parsed with the strict JSON parser and checked
+// completely, so the executor can trust every id, offset and size. Unknown keys are ignored (newer
+// writers may add informational ones); missing or ill-typed known keys are errors naming the path,
+// e.g. "artifact g.hidet: invalid manifest: tensors[3].dtype: unknown dtype 'float8'".
+#include <limits>
+#include <set>
+
+#include "artifact.hpp"
+#include "hidet/runtime/error.hpp"
+#include "json.hpp"
+
+namespace hidet {
+namespace artifact {
+namespace {
+
+constexpr uint64_t kMaxBytes = uint64_t(1) << 56;  // no tensor or memory region is larger
+
+const char* storage_name(StorageKind kind) {
+  switch (kind) {
+    case StorageKind::Input: return "input";
+    case StorageKind::Output: return "output";
+    case StorageKind::Weight: return "weight";
+    case StorageKind::Arena: return "arena";
+  }
+  return "?";
+}
+
+class Reader {
+ public:
+  explicit Reader(const std::string& source) : prefix_(str_cat("artifact ", source, ": invalid manifest: ")) {}
+
+  [[noreturn]] void fail(const std::string& path, const std::string& what) const {
+    throw Error(str_cat(prefix_, path, ": ", what));
+  }
+
+
+  static std::string join(const std::string& path, const char* key) { return path.empty() ? key : path + "." + key; }
+  static std::string index(const std::string& path, size_t i) { return str_cat(path, "[", i, "]"); }
+
+  const json::Value& object(const json::Value& v, const std::string& path) const {
+    if (!v.is_object()) fail(path, str_cat("expected an object, got ", json::type_name(v.type())));
+    return v;
+  }
+  const std::vector<json::Value>& array(const json::Value& v, const std::string& path) const {
+    if (!v.is_array()) fail(path, str_cat("expected an array, got ", json::type_name(v.type())));
+    return v.as_array();
+  }
+  const std::string& string(const json::Value& v, const std::string& path) const {
+    if (!v.is_string()) fail(path, str_cat("expected a string, got ", json::type_name(v.type())));
+    return v.as_string();
+  }
+  int64_t integer(const json::Value& v, const std::string& path, int64_t lo = 0,
+                  int64_t hi = std::numeric_limits<int64_t>::max()) const {
+    if (!v.is_int()) fail(path, str_cat("expected an integer, got ", json::type_name(v.type())));
+    int64_t i = v.as_int();
+    if (i < lo || i > hi) fail(path, str_cat(i, " is out of range [", lo, ", ", hi, "]"));
+    return i;
+  }
+  // The member `key` of the object at `path` (which must have it).
+  const json::Value& field(const json::Value& obj, const char* key, const std::string& path) const {
+    const json::Value* v = obj.find(key);
+    if (v == nullptr) fail(path.empty() ? "(top level)" : path, str_cat("missing \"", key, "\""));
+    return *v;
+  }
+
+  // A tensor id in [0, num_tensors).
+  int32_t tensor_id(const json::Value& v, const std::string& path, size_t num_tensors) const {
+    if (!v.is_int()) fail(path, str_cat("expected a tensor id, got ", json::type_name(v.type())));
+    int64_t id = v.as_int();
+    if (id < 0 || static_cast<uint64_t>(id) >= num_tensors) {
+      fail(path, str_cat("tensor id ", id, " is out of range (the manifest has ", num_tensors, " tensors)"));
+    }
+    return static_cast<int32_t>(id);
+  }
+
+ private:
+  std::string prefix_;
+};
+
+TensorSpec read_tensor(const Reader& r, const json::Value& v, const std::string& path) {
+  r.object(v, path);
+  TensorSpec t;
+  t.dtype = r.string(r.field(v, "dtype", path), Reader::join(path, "dtype"));
+  uint64_t nbytes = dtype_nbytes(t.dtype);
+  if (nbytes == 0) r.fail(Reader::join(path, "dtype"), str_cat("unknown dtype '", t.dtype, "'"));
+  std::string shape_path = Reader::join(path, "shape");
+  const auto& dims = r.array(r.field(v, "shape", path), shape_path);
+  for (size_t i = 0; i < dims.size(); ++i) {
+    if (dims[i].is_string()) {
+      r.fail(Reader::index(shape_path, i), str_cat("symbolic dimension '", dims[i].as_string(),
+                                                   "' is not supported by format version 1 (static shapes only)"));
+    }
+    int64_t d = r.integer(dims[i], Reader::index(shape_path, i));
+    t.shape.push_back(d);
+    if (d != 0 && nbytes > kMaxBytes / static_cast<uint64_t>(d)) r.fail(shape_path, "the tensor is too large");
+    nbytes *= static_cast<uint64_t>(d);
+  }
+  t.nbytes = nbytes;
+  const std::string& storage = r.string(r.field(v, "storage", path), Reader::join(path, "storage"));
+  if (storage == "input") t.storage = StorageKind::Input;
+  else if (storage == "output") t.storage = StorageKind::Output;
+  else if (storage == "weight") t.storage = StorageKind::Weight;
+  else if (storage == "arena") t.storage = StorageKind::Arena;
+  else r.fail(Reader::join(path, "storage"), str_cat("unknown storage '", storage, "' (expected input, output, weight or arena)"));
+  if (t.storage == StorageKind::Weight || t.storage == StorageKind::Arena) {
+    uint64_t align = t.storage == StorageKind::Weight ? kWeightAlignment : kArenaAlignment;
+    t.offset = static_cast<uint64_t>(r.integer(r.field(v, "offset", path), Reader::join(path, "offset"), 0, kMaxBytes));
+    if (t.offset % align != 0) r.fail(Reader::join(path, "offset"), str_cat(t.offset, " is not a multiple of ", align));
+  }
+  return t;
+}
+
+std::vector<IoSpec> read_io(const Reader& r, const json::Value& root, const char* key, StorageKind kind,
+                            const std::vector<TensorSpec>& tensors) {
+  std::vector<IoSpec> result;
+  std::set<int32_t> seen;
+  const auto& items = r.array(r.field(root, key, ""), key);
+  for (size_t i = 0; i < items.size(); ++i) {
+    std::string path = Reader::index(key, i);
+    r.object(items[i], path);
+    IoSpec io;
+    io.name = r.string(r.field(items[i], "name", path), Reader::join(path, "name"));
+    io.tensor = r.tensor_id(r.field(items[i], "tensor", path), Reader::join(path, "tensor"), tensors.size());
+    if (tensors[io.tensor].storage != kind) {
+      r.fail(path, str_cat("tensor ", io.tensor, " has storage '", storage_name(tensors[io.tensor].storage),
+                           "', expected '", storage_name(kind), "'"));
+    }
+    if (!seen.insert(io.tensor).second) r.fail(path, str_cat("tensor ", io.tensor, " is listed twice"));
+    result.push_back(io);
+  }
+  for (size_t t = 0; t < tensors.size(); ++t) {
+    if (tensors[t].storage == kind && !seen.count(static_cast<int32_t>(t))) {
+      r.fail(Reader::index("tensors", t), str_cat("has storage '", storage_name(kind), "' but is not listed in \"", key, "\""));
+    }
+  }
+  return result;
+}
+
+std::vector<int32_t> read_ids(const Reader& r, const json::Value& obj, const char* key, const std::string& path,
+                              size_t num_tensors) {
+  std::string ids_path = Reader::join(path, key);
+  std::vector<int32_t> ids;
+  const auto& items = r.array(r.field(obj, key, path), ids_path);
+  for (size_t i = 0; i < items.size(); ++i) ids.push_back(r.tensor_id(items[i], Reader::index(ids_path, i), num_tensors));
+  return ids;
+}
+
+Instruction read_instruction(const Reader& r, const json::Value& v, const std::string& path, const Manifest& m) {
+  r.object(v, path);
+  Instruction inst;
+  size_t n = m.tensors.size();
+  if (const json::Value* k = v.find("kernel")) {
+    inst.kernel = static_cast<int32_t>(
+        r.integer(*k, Reader::join(path, "kernel"), 0, static_cast<int64_t>(m.kernels.size()) - 1));
+    inst.inputs = read_ids(r, v, "inputs", path, n);
+    inst.outputs = read_ids(r, v, "outputs", path, n);
+  } else if (const json::Value* c = v.find("copy")) {
+    inst.inputs = {r.tensor_id(*c, Reader::join(path, "copy"), n)};
+    inst.outputs = {r.tensor_id(r.field(v, "to", path), Reader::join(path, "to"), n)};
+    if (m.tensors[inst.inputs[0]].nbytes != m.tensors[inst.outputs[0]].nbytes) {
+      r.fail(path, str_cat("copies tensor ", inst.inputs[0], " (", m.tensors[inst.inputs[0]].nbytes,
+                           " bytes) into tensor ", inst.outputs[0], " (", m.tensors[inst.outputs[0]].nbytes, " bytes)"));
+    }
+  } else {
+    r.fail(path, "expected a \"kernel\" or a \"copy\" instruction");
+  }
+  for (int32_t t : inst.outputs) {
+    StorageKind s = m.tensors[t].storage;
+    if (s != StorageKind::Output && s != StorageKind::Arena) {
+      r.fail(path, str_cat("writes tensor ", t, ", which has storage '", storage_name(s), "' (read-only)"));
+    }
+  }
+  return inst;
+}
+
+}  // namespace
+
+Manifest read_manifest(const Container& container) {
+  const std::string& source = container.source();
+  const Entry* entry = container.find("manifest.json");
+  HIDET_CHECK(entry != nullptr, "artifact ", source, " has no manifest.json entry");
+  json::Value root;
+  try {
+    root = json::parse(reinterpret_cast<const char*>(entry->data), entry->size);
+  } catch (const json::ParseError& e) {
+    throw Error(str_cat("artifact ", source, ": manifest.json is not valid JSON: ", e.what()));
+  }
+  Reader r(source);
+  HIDET_CHECK(root.is_object(), "artifact ", source, ": invalid manifest: expected a JSON object, got ",
+              json::type_name(root.type()));
+
+  // The version first: a newer format may differ anywhere else.
+  Manifest m;
+  const json::Value& version = r.field(root, "format_version", "");
+  m.format_version = r.integer(version, "format_version", std::numeric_limits<int64_t>::min());
+  HIDET_CHECK(m.format_version == kFormatVersion, "artifact ", source, " was written by format version ",
+              m.format_version, "; this runtime reads version ", kFormatVersion);
+  if (const json::Value* v = root.find("hidet_version")) m.hidet_version = r.string(*v, "hidet_version");
+  m.target = r.string(r.field(root, "target", ""), "target");
+  if (m.target != "cpu" && m.target != "cuda") r.fail("target", str_cat("unknown target '", m.target, "' (expected cpu or cuda)"));
+  m.arch = r.string(r.field(root, "arch", ""), "arch");
+  m.arena_nbytes = static_cast<uint64_t>(r.integer(r.field(root, "arena_nbytes", ""), "arena_nbytes", 0, kMaxBytes));
+  m.weights_nbytes = static_cast<uint64_t>(r.integer(r.field(root, "weights_nbytes", ""), "weights_nbytes", 0, kMaxBytes));
+
+  const auto& tensors = r.array(r.field(root, "tensors", ""), "tensors");
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    std::string path = Reader::index("tensors", i);
+    TensorSpec t = read_tensor(r, tensors[i], path);
+    // Both operands are below 2^57, so the sums cannot overflow.
+    if (t.storage == StorageKind::Weight && t.offset + t.nbytes > m.weights_nbytes) {
+      r.fail(path, str_cat("weight bytes [", t.offset, ", ", t.offset + t.nbytes, ") lie outside weights_nbytes (",
+                           m.weights_nbytes, ")"));
+    }
+    if (t.storage == StorageKind::Arena && t.offset + t.nbytes > m.arena_nbytes) {
+      r.fail(path, str_cat("arena bytes [", t.offset, ", ", t.offset + t.nbytes, ") lie outside arena_nbytes (",
+                           m.arena_nbytes, ")"));
+    }
+    m.tensors.push_back(std::move(t));
+  }
+  const Entry* weights = container.find("weights.bin");
+  uint64_t weights_size = weights ? weights->size : 0;
+  HIDET_CHECK(weights_size == m.weights_nbytes, "artifact ", source, ": weights.bin has ", weights_size,
+              " bytes but the manifest's weights_nbytes is ", m.weights_nbytes);
+
+  m.inputs = read_io(r, root, "inputs", StorageKind::Input, m.tensors);
+  m.outputs = read_io(r, root, "outputs", StorageKind::Output, m.tensors);
+
+  const auto& kernels = r.array(r.field(root, "kernels", ""), "kernels");
+  for (size_t i = 0; i < kernels.size(); ++i) {
+    std::string path = Reader::index("kernels", i);
+    r.object(kernels[i], path);
+    KernelSpec k;
+    k.library = r.string(r.field(kernels[i], "library", path), Reader::join(path, "library"));
+    k.function = r.string(r.field(kernels[i], "function", path), Reader::join(path, "function"));
+    k.name = k.function;
+    if (const json::Value* v = kernels[i].find("name")) k.name = r.string(*v, Reader::join(path, "name"));
+    if (container.find(k.library) == nullptr) r.fail(path, str_cat("library ", k.library, " is not in the artifact"));
+    if (k.function.empty()) r.fail(Reader::join(path, "function"), "empty function name");
+    m.kernels.push_back(std::move(k));
+  }
+
+  const auto& instructions = r.array(r.field(root, "instructions", ""), "instructions");
+  std::set<int32_t> written;
+  for (size_t i = 0; i < instructions.size(); ++i) {
+    m.instructions.push_back(read_instruction(r, instructions[i], Reader::index("instructions", i), m));
+    for (int32_t t : m.instructions.back().outputs) written.insert(t);
+  }
+  for (size_t i = 0; i < m.outputs.size(); ++i) {
+    int32_t t = m.outputs[i].tensor;
+    if (m.tensors[t].nbytes > 0 && !written.count(t)) {
+      r.fail(Reader::index("outputs", i), str_cat("output '", m.outputs[i].name, "' (tensor ", t, ") is never written"));
+    }
+  }
+  return m;
+}
+
+}  // namespace artifact
+}  // namespace hidet
