@@ -211,7 +211,10 @@ def toolchain(target: str, options: Optional[Options] = None) -> Toolchain:
     inc = include_dir()
     if target == 'cpu':
         cxx = find_cxx()
-        flags = ('-O3', '-march=native', '-fopenmp', '-fPIC', '-shared', '-std=c++17', '-I', inc,
+        # -fno-trapping-math: floating-point exceptions are not trapped, so g++ may compute both sides of
+        # a select and vectorize loops with them (the results are the same IEEE results)
+        flags = ('-O3', '-march=native', '-fno-trapping-math', '-fopenmp', '-fPIC', '-shared', '-std=c++17',
+                 '-I', inc,
                  # never unloaded: dlclose-ing the last user of libgomp would unmap it under its idle threads
                  '-Wl,-z,nodelete')
         return Toolchain('cpu', host_cpu(), tuple(cxx), flags, compiler_version(cxx[0]), headers_digest(inc))

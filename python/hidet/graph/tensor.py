@@ -134,6 +134,7 @@ class Tensor:
     def __truediv__(self, other): return _ops().divide(self, other)
     def __rtruediv__(self, other): return _ops().divide(other, self)
     def __pow__(self, other): return _ops().pow(self, other)
+    def __rpow__(self, other): return _ops().pow(other, self)
     def __neg__(self): return _ops().neg(self)
     def __abs__(self): return _ops().abs(self)
     def __matmul__(self, other): return _ops().matmul(self, other)
@@ -177,7 +178,11 @@ class Tensor:
 
     def __getitem__(self, key) -> 'Tensor':
         """Indexing as torch: ints (negative too), slices with steps, ``None``, ``...`` and one integer
-        tensor (or list of ints) indexing one dimension. Always a new tensor (a copy), never a view."""
+        tensor (or list of ints) indexing one dimension, or one boolean mask (a bool tensor or list of
+        bools) covering as many dimensions as it has. Always a new tensor (a copy), never a view.
+
+        A mask's result has a data-dependent shape: its positions are found on the host (the mask is
+        copied there), so masks need concrete tensors."""
         return _getitem(self, key)
 
     # ------------------------------------------------------------------ interop
@@ -225,21 +230,20 @@ def _getitem(t: Tensor, key) -> Tensor:
 
     ops = _ops()
     entries = list(key) if isinstance(key, tuple) else [key]
-    for i, k in enumerate(entries):
-        if isinstance(k, (list, tuple)):  # a list of ints indexes like an int64 tensor
-            if any(isinstance(v, (bool, np.bool_)) for v in k):
-                raise NotImplementedError('indexing with a list of bools is not supported')
-            from hidet.graph.creation import asarray
+    from hidet.graph.creation import asarray
 
-            entries[i] = k = asarray(list(k), dtype='int64', device=t.device)
+    for i, k in enumerate(entries):
+        if isinstance(k, (list, tuple)):  # a list of ints indexes like an int64 tensor, of bools like a mask
+            bools = [isinstance(v, (bool, np.bool_)) for v in k]
+            if any(bools) and not all(bools):
+                raise IndexError('an index list must hold only ints or only bools')
+            entries[i] = k = asarray(list(k), dtype='bool' if bools and all(bools) else 'int64', device=t.device)
+        elif isinstance(k, (bool, np.bool_)):  # as a 0-d mask: a new dimension of size 1 (True) or 0 (False)
+            entries[i] = k = asarray(bool(k), dtype='bool', device=t.device)
         if isinstance(k, Tensor):
-            if k.dtype.is_boolean():
-                raise NotImplementedError('indexing with a bool tensor (a mask) is not supported yet; use '
-                                          'hidet.ops.where or index with the positions as an integer tensor')
-            if not k.dtype.is_integer():
-                raise IndexError(f'tensors used as indices must have an integer dtype, got {k.dtype.name}')
-        elif isinstance(k, (bool, np.bool_)):
-            raise NotImplementedError('indexing with a Python bool is not supported')
+            if not k.dtype.is_integer() and not k.dtype.is_boolean():
+                raise IndexError(f'tensors used as indices must have an integer dtype (or bool: a mask), '
+                                 f'got {k.dtype.name}')
         elif not (k is None or k is Ellipsis or isinstance(k, slice) or hasattr(k, '__index__')):
             raise TypeError(f'index {k!r} of type {type(k).__name__} is not supported: use ints, slices, None, '
                             '... or an integer tensor')
@@ -247,6 +251,8 @@ def _getitem(t: Tensor, key) -> Tensor:
         raise NotImplementedError('indexing with more than one tensor (advanced indexing) is not supported')
     if sum(k is Ellipsis for k in entries) > 1:
         raise IndexError('an index can only have a single ellipsis (...)')
+    if any(isinstance(k, Tensor) and k.dtype.is_boolean() for k in entries):
+        return _getitem_mask(t, entries)
     consumed = sum(1 for k in entries if k is not None and k is not Ellipsis)
     if consumed > t.ndim:
         raise IndexError(f'too many indices for a tensor of {t.ndim} dimensions ({t.shape}): {consumed} given')
@@ -300,6 +306,42 @@ def _getitem(t: Tensor, key) -> Tensor:
     if tuple(shape) != y.shape or y is t:
         y = ops.reshape(y, shape)
     return y
+
+
+def _getitem_mask(t: Tensor, entries: list) -> Tensor:
+    """``t[entries]`` where one entry is a bool mask: the dimensions it covers are merged into one and
+    indexed by the mask's positions (found on the host), as an integer tensor index."""
+    from hidet.graph.creation import asarray
+
+    pos = next(i for i, k in enumerate(entries) if isinstance(k, Tensor))
+    mask: Tensor = entries[pos]
+    if t.is_symbolic() or mask.is_symbolic():
+        raise NotImplementedError('indexing with a bool mask needs concrete tensors: the shape of the result '
+                                  'depends on the values of the mask')
+
+    def consumed(k) -> int:
+        return k.ndim if isinstance(k, Tensor) else 0 if k is None or k is Ellipsis else 1
+
+    total = sum(consumed(k) for k in entries)
+    if total > t.ndim:
+        raise IndexError(f'too many indices for a tensor of {t.ndim} dimensions ({t.shape}): {total} given')
+    start = sum(consumed(k) for k in entries[:pos])
+    if any(k is Ellipsis for k in entries[:pos]):
+        start += t.ndim - total
+    covered = t.shape[start:start + mask.ndim]
+    if tuple(covered) != tuple(mask.shape):
+        for d, (m, n) in enumerate(zip(mask.shape, covered)):
+            if m != n:
+                raise IndexError(f'the shape of the mask {list(mask.shape)} at index {d} does not match the shape '
+                                 f'of the indexed tensor {list(t.shape)} at index {start + d}')
+    merged = 1
+    for n in covered:
+        merged *= n
+    positions = np.flatnonzero(mask.numpy()).astype(np.int64)
+    flat = _ops().reshape(t, list(t.shape[:start]) + [merged] + list(t.shape[start + mask.ndim:]))
+    entries = list(entries)
+    entries[pos] = asarray(positions, dtype='int64', device=t.device)
+    return _getitem(flat, tuple(entries))
 
 
 def _is_dtype_spec(obj) -> bool:

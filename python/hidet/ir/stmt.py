@@ -7,7 +7,10 @@ from hidet.ir.expr import Expr, Var, convert
 
 
 class Stmt:
-    pass
+    def __str__(self) -> str:
+        from hidet.ir.printer import stmt_text
+
+        return stmt_text(self)
 
 
 class Seq(Stmt):
@@ -108,6 +111,11 @@ class Function:
         self.ret_type = void if ret_type is None else ret_type
         self.dynamic_smem = dynamic_smem
 
+    def __str__(self) -> str:
+        from hidet.ir.printer import function_text
+
+        return function_text(self)
+
 
 class IRModule:
     """The functions of one kernel library, launched in order by its exported entry point.
@@ -120,3 +128,8 @@ class IRModule:
         self.name, self.target, self.functions = name, target, functions
         self.num_inputs, self.num_outputs = num_inputs, num_outputs
         self.exports = exports
+
+    def __str__(self) -> str:
+        from hidet.ir.printer import module_text
+
+        return module_text(self)

@@ -129,3 +129,48 @@ def test_inputs_on_different_devices_are_refused():
 def test_zero_size_tensors(device):
     x = rand([0, 3], 'float32', device)
     check(ops.exp(hidet.from_torch(x)), torch.exp(x))
+
+
+@pytest.mark.parametrize('dtype', ['int32', 'int64', 'int8', 'uint8'])
+def test_pow_integer(dtype, device):
+    # int ** int stays int (wrapping on overflow); negative tensor exponents give 0 or +-1, as torch
+    tdtype = getattr(torch, dtype)
+    low = 0 if dtype == 'uint8' else -3
+    x = torch.randint(low, 6, [5, 7], dtype=tdtype, device=device)
+    y = torch.randint(0 if dtype == 'uint8' else -2, 9, [5, 7], dtype=tdtype, device=device)
+    hx, hy = hidet.from_torch(x), hidet.from_torch(y)
+    check(hx ** hy, x ** y)
+    check(ops.pow(hx, 3), x ** 3)
+    check(2 ** hy, 2 ** y)
+    check(hx ** 0.5, x ** 0.5)  # a float exponent: float32
+    with pytest.raises(ValueError, match='negative integer powers'):
+        hx ** -1
+
+
+def test_pow_integer_edge_cases(device):
+    x = torch.tensor([2, 3, -1, 1, 0, -2, 7, -1], dtype=torch.int32, device=device)
+    y = torch.tensor([-1, 2, -3, -5, -1, -2, 31, -4], dtype=torch.int32, device=device)
+    check(hidet.from_torch(x) ** hidet.from_torch(y), x ** y)
+    b = torch.tensor([True, False], device=device)
+    check(hidet.from_torch(b) ** 2, b ** 2)
+    with pytest.raises(TypeError, match='bool'):
+        hidet.from_torch(b) ** hidet.from_torch(b)
+
+
+def test_float16_conversions_are_exact_everywhere(device):
+    # every float16 bit pattern to float32 and back, and float32 values around the float16 boundaries
+    # (subnormals, rounding ties, overflow to inf, nan): the CPU's branch-free conversions against torch
+    bits = torch.arange(-32768, 32768, dtype=torch.int32).to(torch.int16)
+    halves = bits.view(torch.float16).to(device)
+    got = ops.cast(hidet.from_torch(halves), 'float32').torch()
+    assert torch.equal(got.isnan(), halves.float().isnan())
+    assert torch.equal(got.nan_to_num(), halves.float().nan_to_num())
+    edges = torch.tensor([65504.0, 65519.99, 65520.0, 65536.0, 6e-8, 2.98e-8, 2.99e-8, 5.96e-8, 8.9e-8,
+                          6.1e-5, 6.103e-5, 6.1035e-5, 1.00048828125, 1.0009765625 + 2 ** -11, 0.0, -0.0,
+                          float('inf'), float('-inf'), 1e-30, -3e-8], device=device)
+    values = torch.cat([edges, torch.randn(4000, device=device) * 10.0 ** torch.randint(-9, 6, [4000], device=device)])
+    for dst in ('float16', 'bfloat16'):
+        got = ops.cast(hidet.from_torch(values), dst).torch()
+        assert torch.equal(got.float().nan_to_num(), values.to(getattr(torch, dst)).float().nan_to_num()), dst
+    nan = ops.cast(hidet.from_torch(torch.tensor([float('nan')], device=device)), 'float16').torch()
+    assert nan.isnan().all()

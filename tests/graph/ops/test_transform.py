@@ -274,14 +274,68 @@ def test_getitem_errors():
         x[3]
     with pytest.raises(IndexError, match=r'too many indices for a tensor of 2 dimensions'):
         x[0, 1, 2]
-    with pytest.raises(NotImplementedError, match='bool tensor'):
-        x[hidet.asarray([True, False, True])]
+    with pytest.raises(IndexError, match=r'the shape of the mask \[2\] at index 0 does not match'):
+        x[hidet.asarray([True, False])]
     with pytest.raises(NotImplementedError, match='more than one tensor'):
         x[hidet.asarray([0]), hidet.asarray([1])]
     with pytest.raises(ValueError, match='slice step cannot be zero'):
         x[::0]
     with pytest.raises(IndexError, match='integer dtype'):
         x[hidet.asarray([0.5])]
+
+
+def test_getitem_with_bool_mask(device):
+    x = rand([3, 4, 5], 'float32', device)
+    hx = h(x)
+    full = x > 0
+    check(hx[h(full)], x[full])
+    rows = x[:, :, 0] > 0
+    check(hx[h(rows)], x[rows])
+    cols = torch.tensor([True, False, True, True], device=device)
+    check(hx[:, h(cols)], x[:, cols])
+    check(hx[..., h(cols), 1:4], x[..., cols, 1:4])
+    check(hx[1, h(cols)], x[1, cols])
+    check(hx[[True, False, True]], x[[True, False, True]])
+    check(hx[True], x[True])
+    check(hx[False], x[False])
+    none = torch.zeros(3, 4, dtype=torch.bool, device=device)
+    check(hx[h(none)], x[none])
+    i = rand([6, 2], 'int32', device)
+    check(h(i)[h(i[:, 0] > 0)], i[i[:, 0] > 0])
+
+
+def test_bool_mask_needs_concrete_tensors():
+    x = hidet.Tensor([3, 4], 'float32', 'cpu', None)
+    with pytest.raises(NotImplementedError, match='concrete tensors'):
+        x[hidet.asarray([True, False, True])]
+
+
+def test_out_of_range_indices_raise_for_host_indices():
+    x = hidet.randn([3, 4])
+    bad = hidet.asarray([0, 3])
+    for fn in (lambda: ops.gather(x, 0, hidet.asarray([[3]])), lambda: ops.index_select(x, 0, bad),
+               lambda: ops.take(x, bad, 0), lambda: ops.embedding(bad, x), lambda: x[bad],
+               lambda: ops.index_select(x, 1, hidet.asarray([-5]))):
+        with pytest.raises(IndexError, match='out of range for dimension'):
+            fn()
+    with pytest.raises(IndexError, match='size 0'):
+        ops.take(hidet.randn([0, 2]), hidet.asarray([0]), 0)
+
+
+def test_out_of_range_indices_never_read_outside(device):
+    # the kernels clamp indices into range: on the GPU (no host check) an out-of-range index reads the
+    # nearest end of its dimension; the operators built directly show the same on the CPU
+    from hidet.graph.ops.transform import GatherOp, TakeOp
+
+    x = rand([5, 8], 'float32', device)
+    index = torch.tensor([7, -9, 2, 100, -1], device=device)
+    clamped = torch.tensor([4, 0, 2, 4, 4], device=device)
+    check(TakeOp(h(x), 0, h(index)).get_output(0), x[clamped])
+    check(TakeOp(h(x), 0, h(index), 'embedding').get_output(0), F.embedding(clamped, x))
+    g = torch.tensor([[9, -20, 3, 0, 12, 1, -1, 5]], device=device)
+    check(GatherOp(h(x), 0, h(g)).get_output(0), torch.gather(x, 0, g.clamp(-5, 4).remainder(5)))
+    if device == 'cuda':
+        check(ops.take(h(x), h(index), 0), x[clamped])
 
 
 # ---------------------------------------------------------------- symbolic tensors: shapes only

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdint>
 #include <string>
+#include <type_traits>
 
 #include "hidet/kernel_abi.h"
 
@@ -32,14 +33,15 @@ HIDET_HD bool is_nan(T x) {
   return x != x;
 }
 
-// max/min that propagate NaN, as torch.maximum / torch.max do.
+// max/min that propagate NaN, as torch.maximum / torch.max do (`|`, not `||`: no branch, so loops of
+// them vectorize).
 template <typename T>
 HIDET_HD T max(T a, T b) {
-  return (a > b || is_nan(a)) ? a : b;
+  return ((a > b) | is_nan(a)) ? a : b;
 }
 template <typename T>
 HIDET_HD T min(T a, T b) {
-  return (a < b || is_nan(a)) ? a : b;
+  return ((a < b) | is_nan(a)) ? a : b;
 }
 
 // The identity of max (lowest) and min (highest) reductions (no std::numeric_limits: device code).
@@ -61,6 +63,29 @@ HIDET_LIMITS(int64_t, INT64_MIN, INT64_MAX)
 HIDET_LIMITS(uint8_t, 0, UINT8_MAX)
 HIDET_LIMITS(bool, false, true)
 #undef HIDET_LIMITS
+
+// Integer power with torch's semantics: wraps on overflow; a negative exponent gives 1 for base 1,
+// +-1 for base -1 and 0 otherwise.
+template <typename T>
+HIDET_HD T ipow(T base, T exp) {
+  if constexpr (std::is_same_v<T, bool>) {
+    return base || !exp;
+  } else {
+    if constexpr (std::is_signed_v<T>) {
+      if (exp < 0) return base == 1 ? T(1) : base == -1 ? T((exp % 2) ? -1 : 1) : T(0);
+    }
+    using U = std::conditional_t<(sizeof(T) < 4), uint32_t, std::make_unsigned_t<T>>;
+    U result = 1, b = U(base);
+    for (U e = U(exp); e; e >>= 1) {
+      if (e & 1) result *= b;
+      b *= b;
+    }
+    return T(result);
+  }
+}
+
+// Whether `p` is aligned to `bytes` (a vectorized kernel needs its buffers aligned to its vectors).
+inline bool is_aligned(const void* p, int bytes) { return reinterpret_cast<uintptr_t>(p) % bytes == 0; }
 
 }  // namespace hidet
 

@@ -29,6 +29,23 @@ __device__ __forceinline__ __half from_float<__half>(float f) { return __float2h
 template <>
 __device__ __forceinline__ __nv_bfloat16 from_float<__nv_bfloat16>(float f) { return __float2bfloat16_rn(f); }
 
+// Copy `Bytes` bytes (1, 2, 4, 8 or 16) as one access; both addresses aligned to `Bytes`.
+template <int Bytes>
+__device__ __forceinline__ void copy_vector(void* dst, const void* src) {
+  if constexpr (Bytes == 16) {
+    *reinterpret_cast<uint4*>(dst) = *reinterpret_cast<const uint4*>(src);
+  } else if constexpr (Bytes == 8) {
+    *reinterpret_cast<uint2*>(dst) = *reinterpret_cast<const uint2*>(src);
+  } else if constexpr (Bytes == 4) {
+    *reinterpret_cast<uint32_t*>(dst) = *reinterpret_cast<const uint32_t*>(src);
+  } else if constexpr (Bytes == 2) {
+    *reinterpret_cast<uint16_t*>(dst) = *reinterpret_cast<const uint16_t*>(src);
+  } else {
+    static_assert(Bytes == 1, "copy_vector copies 1, 2, 4, 8 or 16 bytes");
+    *reinterpret_cast<uint8_t*>(dst) = *reinterpret_cast<const uint8_t*>(src);
+  }
+}
+
 __device__ __forceinline__ float rsqrt(float x) { return ::rsqrtf(x); }
 __device__ __forceinline__ double rsqrt(double x) { return ::rsqrt(x); }
 
@@ -100,5 +117,35 @@ template <typename T>
 __device__ T block_reduce_min(T v) { return block_reduce(v, [](T a, T b) { return hidet::min(a, b); }, highest<T>()); }
 __device__ inline bool block_reduce_or(bool v) { return block_reduce(v, [](bool a, bool b) { return a || b; }, false); }
 __device__ inline bool block_reduce_and(bool v) { return block_reduce(v, [](bool a, bool b) { return a && b; }, true); }
+
+// Combine `v` across the `Rows` threads that share a column of a `Cols` x `Rows` block (thread t is
+// column t % Cols, row t / Cols): column reductions, where consecutive threads reduce consecutive
+// outputs. Every thread of the block must call it, and all get their column's result (combined in row
+// order, so results do not depend on timing).
+template <int Cols, int Rows, typename T, typename Op>
+__device__ T column_reduce(T v, Op op) {
+  __shared__ T values[Cols * Rows];
+  values[threadIdx.x] = v;
+  __syncthreads();
+  int col = threadIdx.x % Cols;
+  T r = values[col];
+#pragma unroll
+  for (int i = 1; i < Rows; ++i) r = op(r, values[col + i * Cols]);
+  __syncthreads();  // the shared slots may be reused by the next reduction
+  return r;
+}
+
+template <int C, int R, typename T>
+__device__ T column_reduce_sum(T v) { return column_reduce<C, R>(v, [](T a, T b) { return T(a + b); }); }
+template <int C, int R, typename T>
+__device__ T column_reduce_prod(T v) { return column_reduce<C, R>(v, [](T a, T b) { return T(a * b); }); }
+template <int C, int R, typename T>
+__device__ T column_reduce_max(T v) { return column_reduce<C, R>(v, [](T a, T b) { return hidet::max(a, b); }); }
+template <int C, int R, typename T>
+__device__ T column_reduce_min(T v) { return column_reduce<C, R>(v, [](T a, T b) { return hidet::min(a, b); }); }
+template <int C, int R>
+__device__ bool column_reduce_or(bool v) { return column_reduce<C, R>(v, [](bool a, bool b) { return a || b; }); }
+template <int C, int R>
+__device__ bool column_reduce_and(bool v) { return column_reduce<C, R>(v, [](bool a, bool b) { return a && b; }); }
 
 }  // namespace hidet

@@ -154,15 +154,24 @@ def divide(x, y) -> Tensor:
 
 
 def pow(x, y) -> Tensor:  # noqa: A001
-    return _binary(x, y, lambda a, b: call('pow', *_pow_operands(a, b)), 'pow')
+    """``x ** y`` with torch's type promotion. Integer (and bool) ** integer stays integer, wrapping on
+    overflow; a negative exponent in a tensor gives 1 for base 1, ±1 for base -1 and 0 for other bases, as
+    torch; a negative Python int exponent of an integer tensor is an error, as in torch."""
+    def is_int(v):
+        return (v.dtype.is_integer() or v.dtype.is_boolean()) if isinstance(v, Tensor) else \
+            isinstance(v, int) and not isinstance(v, bool)
+
+    if isinstance(x, Tensor) and not isinstance(y, Tensor) and is_int(x) and is_int(y) and y < 0:
+        raise ValueError(f'pow: integers to negative integer powers are not allowed ({x.dtype.name} tensor ** {y})')
+    if all(isinstance(v, Tensor) and v.dtype.is_boolean() for v in (x, y)):
+        raise TypeError('pow: not implemented for two bool tensors (as in torch); cast one to an integer dtype')
+    return _binary(x, y, _pow, 'pow')
 
 
-def _pow_operands(a, b):
-    a, b = convert(a), convert(b)
-    dtype = binary('+', a, b).dtype
-    if not dtype.is_float():
-        raise NotImplementedError('pow of integer tensors is not supported yet; cast to a float dtype')
-    return cast(a, dtype), cast(b, dtype)
+def _pow(a, b) -> Expr:
+    dtype = binary('+', a, b).dtype  # torch's promotion, a Python scalar taking the tensor's dtype
+    a, b = cast(convert(a, dtype), dtype), cast(convert(b, dtype), dtype)
+    return call('pow' if dtype.is_float() else 'ipow', a, b)
 
 
 def maximum_(x, y) -> Tensor: return _binary(x, y, maximum, 'maximum')

@@ -7,8 +7,13 @@ indices); the auto-scheduler turns it into a kernel for the CPU or CUDA. Shapes 
 the operator is built, with errors that name the operator, the shapes and the rule broken.
 
 Index tensors (gather, index_select, take, embedding) may be of any integer dtype; a negative index
-counts from the end of its dimension, as in torch. Indices are not range-checked at run time: an
-index outside ``[-n, n)`` reads outside the tensor (torch raises an error instead).
+counts from the end of its dimension (as in torch's indexing and numpy; torch.gather, index_select and
+embedding accept non-negative indices only). Out-of-range indices (outside ``[-n, n)``):
+- the kernels never read outside the tensor: they clamp every index into ``[0, n)``;
+- an index tensor in host memory (CPU) is checked before the kernel runs, and an out-of-range index
+  raises ``IndexError`` as in torch (the check is one pass over the indices, cheap beside the op);
+- an index tensor on the GPU is not checked (that would copy it to the host and wait for the stream on
+  every call): an out-of-range index reads the nearest end of its dimension (clamped) instead of raising.
 """
 from __future__ import annotations
 
@@ -78,17 +83,37 @@ def _unflatten_index(flat: Expr, shape: Sequence[int]) -> List[Expr]:
 
 
 def _wrap_index(index: Expr, extent: int) -> Expr:
-    """An index tensor's value as an int64 index into a dimension of ``extent``; negatives count from the end."""
+    """An index tensor's value as an int64 index into a dimension of ``extent``: negatives count from the
+    end, and the result is clamped into ``[0, extent)`` so that no index reads outside the tensor."""
     unsigned = index.dtype.kind == 'uint'
     index = cast(index, int64)
-    if unsigned:
-        return index
-    return select(binary('<', index, 0), index + extent, index)
+    if not unsigned:
+        index = maximum(select(binary('<', index, 0), index + extent, index), 0)
+    return minimum(index, max(extent - 1, 0))
 
 
 def _check_index_dtype(op: str, index: Tensor) -> None:
     if not index.dtype.is_integer():
         raise TypeError(f'{op}: the index tensor must have an integer dtype, got {index.dtype.name}')
+
+
+def _check_index_range(op: str, index: Tensor, extent: int, axis: int) -> None:
+    """Raise IndexError for an index outside ``[-extent, extent)`` where that is cheap to find out: for
+    any index into an empty dimension, and for the values of index tensors in host memory."""
+    if index.numel() == 0:
+        return
+    if extent == 0:
+        raise IndexError(f'{op}: cannot index dimension {axis} of size 0 (every index is out of range)')
+    if index.is_symbolic() or not index.device.is_cpu():
+        return  # on the GPU the kernel clamps instead (see the module's docstring)
+    import numpy as np
+
+    values = np.asarray(index.numpy())
+    lo, hi = values.min(), values.max()
+    if lo < -extent or hi >= extent:
+        bad = int(lo) if lo < -extent else int(hi)
+        raise IndexError(f'{op}: index {bad} is out of range for dimension {axis} with size {extent} '
+                         f'(valid indices: {-extent} to {extent - 1})')
 
 
 # ---------------------------------------------------------------- reshape family
@@ -502,7 +527,9 @@ class GatherOp(Operator):
 
 def gather(x: Tensor, axis: int, index: Tensor) -> Tensor:
     """``out[i][j][k] = x[index[i][j][k]][j][k]`` for axis 0 (and so on), as torch.gather: ``index`` has
-    the dimensions of ``x``, no larger than ``x``'s except along ``axis``."""
+    the dimensions of ``x``, no larger than ``x``'s except along ``axis``.
+    Indices outside ``[-n, n)`` raise IndexError when ``index`` is in host memory; on the GPU they are
+    clamped into range (never read outside ``x``); see the module's docstring."""
     _check_index_dtype('gather', index)
     if index.ndim != x.ndim:
         raise ValueError(f'gather: index {index.shape} must have as many dimensions as the input {x.shape}')
@@ -510,6 +537,7 @@ def gather(x: Tensor, axis: int, index: Tensor) -> Tensor:
         normalize_axis('gather', axis, 0)
         return take(reshape(x, [1]), index, 0)
     ax = normalize_axis('gather', axis, x.ndim)
+    _check_index_range('gather', index, x.shape[ax], ax)
     for d in range(x.ndim):
         if d != ax and index.shape[d] > x.shape[d]:
             raise ValueError(f'gather: index {index.shape} is larger than the input {x.shape} in dimension {d} '
@@ -534,16 +562,21 @@ class TakeOp(Operator):
 
 
 def take(x: Tensor, index: Tensor, axis: int = 0) -> Tensor:
-    """numpy.take along ``axis``: the result has ``x``'s dimensions with ``axis`` replaced by ``index``'s."""
+    """numpy.take along ``axis``: the result has ``x``'s dimensions with ``axis`` replaced by ``index``'s.
+    Indices outside ``[-n, n)`` raise IndexError when ``index`` is in host memory; on the GPU they are
+    clamped into range (never read outside ``x``); see the module's docstring."""
     _check_index_dtype('take', index)
     if x.ndim == 0:
         raise ValueError('take: the input must have at least one dimension')
     ax = normalize_axis('take', axis, x.ndim)
+    _check_index_range('take', index, x.shape[ax], ax)
     return TakeOp(x, ax, index).get_output(0)
 
 
 def index_select(x: Tensor, axis: int, index: Tensor) -> Tensor:
-    """The entries ``index`` (a vector, or a scalar) of ``x`` along ``axis``, as torch.index_select."""
+    """The entries ``index`` (a vector, or a scalar) of ``x`` along ``axis``, as torch.index_select.
+    Indices outside ``[-n, n)`` raise IndexError when ``index`` is in host memory; on the GPU they are
+    clamped into range (never read outside ``x``); see the module's docstring."""
     _check_index_dtype('index_select', index)
     if index.ndim > 1:
         raise ValueError(f'index_select: index must be a vector or a scalar, got shape {index.shape}')
@@ -551,6 +584,7 @@ def index_select(x: Tensor, axis: int, index: Tensor) -> Tensor:
         normalize_axis('index_select', axis, 0)
         return reshape(take(reshape(x, [1]), reshape(index, [-1]), 0), [])
     ax = normalize_axis('index_select', axis, x.ndim)
+    _check_index_range('index_select', index, x.shape[ax], ax)
     if index.ndim == 0:
         index = reshape(index, [1])
     return TakeOp(x, ax, index, 'index_select').get_output(0)
@@ -558,10 +592,13 @@ def index_select(x: Tensor, axis: int, index: Tensor) -> Tensor:
 
 def embedding(indices: Tensor, weight: Tensor) -> Tensor:
     """Rows ``indices`` of the table ``weight`` [num_embeddings, dim], as torch.nn.functional.embedding:
-    the result has shape ``indices.shape + (dim,)``."""
+    the result has shape ``indices.shape + (dim,)``.
+    Indices outside ``[-n, n)`` raise IndexError when ``indices`` is in host memory; on the GPU they are
+    clamped into range (never read outside the table); see the module's docstring."""
     _check_index_dtype('embedding', indices)
     if weight.ndim != 2:
         raise ValueError(f'embedding: the weight must be a 2-D table [num_embeddings, dim], got {weight.shape}')
+    _check_index_range('embedding', indices, weight.shape[0], 0)
     return TakeOp(weight, 0, indices, 'embedding').get_output(0)
 
 

@@ -1,178 +1,201 @@
 """The auto-scheduler: any injective or reduction Task → an IRModule for the CPU or CUDA.
 
-Each output becomes one kernel. Reads of intermediate (computed) tensors are inlined, so the
-kernel reads only the task's inputs, at flat row-major indices.
-- CPU: one OpenMP-parallel loop over the output's elements; reductions run serially per element.
-- CUDA, injective: a grid-stride loop, one element per thread per step.
-- CUDA, reduction: one thread block per output element when the reduced extent is large (≥ 128),
-  else one warp per output element: the threads stride over the reduced elements, then combine
-  through warp shuffles (and shared memory across warps; hidet/kernel/cuda.h).
+Each output becomes one kernel. Reads of intermediate (computed) tensors are inlined, so the kernel
+reads only the task's inputs, at flat row-major indices. A reduction is computed once per output element
+where it appears several times, and a reduction nested in another one that does not depend on the outer
+one's axes (the mean inside var's sum of squares) is computed once, before the outer loop, by the same
+threads (lowering.py).
+
+- CPU: an OpenMP-parallel loop over the outer dimensions (and chunks of the innermost one) around a
+  contiguous loop over the innermost dimension, ``#pragma omp simd`` for injective kernels, so that the
+  compiler vectorizes it (indices are linear in the inner loop variable: no divisions); reductions run
+  serially per output element.
+- CUDA, injective: a grid-stride loop. When every read allows it, each thread computes 16 bytes of the
+  output (8 halves, 4 floats) with 16-byte loads and stores (vectorize.py); else one element per thread.
+- CUDA, reduction, chosen by the reduced axes' position:
+  - row style (the input's innermost dimension is reduced): one block per output element (≥ 128
+    reduced elements) or one warp (fewer); the threads stride over the reduced elements, then combine
+    through warp shuffles (and shared memory across warps; hidet/kernel/cuda.h);
+  - column style (the output's innermost dimension is the input's innermost one, so consecutive outputs
+    are consecutive in memory): consecutive threads reduce consecutive outputs, so every load of a warp
+    is coalesced; when outputs are too few to fill the GPU, the ``rows`` threads of each block column
+    split the reduced elements and combine through shared memory.
 """
 from __future__ import annotations
 
-from typing import Dict, List, Sequence
+from typing import Dict, List
 
 from hidet.ir.compute import ReduceCompute, TensorNode
-from hidet.ir.dtypes import DataType, int64
-from hidet.ir.expr import BufferLoad, Constant, Expr, TensorElement, Var, binary, call, cast, convert
-from hidet.ir.functors import collect, inline_computes, rewrite, substitute
-from hidet.ir.stmt import Assign, Declare, For, Function, If, IRModule, Seq, Stmt, Store
+from hidet.ir.dtypes import boolean, int64
+from hidet.ir.expr import Expr, TensorElement, Var, binary, call, convert, logical_and, minimum
+from hidet.ir.functors import collect, inline_computes, substitute
+from hidet.ir.schedulers.analysis import depends_on, linear
+from hidet.ir.schedulers.lowering import CUDA_BLOCK, Lowering, flat_index, prod, top_reduces, unflatten
+from hidet.ir.stmt import Declare, For, Function, If, IRModule, Seq, Stmt, Store
 from hidet.ir.task import Task
 
-CUDA_BLOCK = 256
 CUDA_MAX_GRID = 65536 * 8
 BLOCK_REDUCE_MIN_EXTENT = 128
+CPU_CHUNK = 4096  # innermost elements per iteration of the CPU's parallel loop, at most
+CPU_MIN_ITERATIONS = 64  # iterations of the CPU's parallel loop, at least (where there are elements enough)
+COLUMN_THREADS = 1 << 18  # threads a column reduction aims at: enough to fill an H100
+COLUMN_MIN_BLOCKS = 264  # two blocks per SM of an H100
 
 
-def _prod(xs: Sequence[int]) -> int:
-    n = 1
-    for x in xs:
-        n *= x
-    return n
+def _pow2_floor(x: int) -> int:
+    p = 1
+    while p * 2 <= x:
+        p *= 2
+    return p
 
 
-def flat_index(indices: Sequence[Expr], shape: Sequence[int]) -> Expr:
-    index: Expr = convert(0)
-    for i, (idx, extent) in enumerate(zip(indices, shape)):
-        index = idx if i == 0 else index * extent + idx
-    return index
+def _element_value(value: Expr, axes, shape, n: Expr) -> Expr:
+    return substitute(value, dict(zip(axes, unflatten(n, shape))))
 
 
-def unflatten(flat: Expr, shape: Sequence[int]) -> List[Expr]:
-    """The per-dimension indices of flat row-major index ``flat``."""
-    out, stride = [], 1
-    for extent in reversed(shape):
-        if extent == 1:
-            out.append(convert(0))
-        else:
-            idx = flat if stride == 1 else flat / stride
-            out.append(idx % extent if stride * extent < _prod(shape) else idx)
-        stride *= extent
-    return list(reversed(out))
-
-
-def reduce_init(kind: str, dtype: DataType) -> Expr:
-    if kind in ('sum', 'mean'):
-        return Constant(0, dtype)
-    if kind == 'prod':
-        return Constant(1, dtype)
-    if kind in ('any', 'all'):
-        return Constant(kind == 'all', dtype)
-    return call('hidet_lowest' if kind == 'max' else 'hidet_highest', dtype=dtype)
-
-
-def reduce_combine(kind: str, acc: Expr, value: Expr) -> Expr:
-    value = cast(value, acc.dtype)
-    if kind in ('sum', 'mean'):
-        return binary('+', acc, value)
-    if kind == 'prod':
-        return binary('*', acc, value)
-    if kind == 'any':
-        return binary('||', acc, value)
-    if kind == 'all':
-        return binary('&&', acc, value)
-    return binary(kind, acc, value)
-
-
-class _Lowering:
-    """Lowers the value of one output element into statements; reductions become accumulators."""
-
-    def __init__(self, params: Dict[int, Var], target: str):
-        self.params = params
-        self.target = target
-        self.counter = 0
-
-    def fresh(self, prefix: str, dtype) -> Var:
-        self.counter += 1
-        return Var(f'{prefix}{self.counter}', dtype)
-
-    def loads(self, expr: Expr) -> Expr:
-        def fn(e):
-            if isinstance(e, TensorElement):
-                return BufferLoad(self.params[id(e.tensor)], flat_index(e.indices, e.tensor.shape), e.tensor.dtype)
-            return None
-
-        return rewrite(expr, fn)
-
-    def value(self, expr: Expr, stmts: List[Stmt], mode: str) -> Expr:
-        """Emit statements computing ``expr``; returns the expression of its value."""
-        top_reduces = self._top_reduces(expr)
-        mapping = {}
-        for r in top_reduces:
-            mapping[r] = self.reduction(r, stmts, mode)
-        return self.loads(rewrite(expr, lambda e: mapping.get(e)) if mapping else expr)
-
-    @staticmethod
-    def _top_reduces(expr: Expr) -> List[ReduceCompute]:
-        nested = set()
-        reduces = collect(expr, ReduceCompute)
-        for r in reduces:
-            for inner in collect(r.value, ReduceCompute):
-                if inner is not r:
-                    nested.add(id(inner))
-        return [r for r in reduces if id(r) not in nested]
-
-    def reduction(self, r: ReduceCompute, stmts: List[Stmt], mode: str) -> Expr:
-        """``mode``: 'thread' (one thread reduces alone), 'warp' or 'block' (the threads of a warp or
-        block share the reduced elements, then combine through shuffles)."""
-        acc = self.fresh('acc', r.acc_dtype)
-        stmts.append(Declare(acc, reduce_init(r.kind, r.acc_dtype)))
-        extent = _prod(r.shape)
-        k = self.fresh('k', int64)
-        start, step = {'thread': (convert(0), convert(1)),
-                       'warp': (call('hidet_lane_idx', dtype=int64), convert(32)),
-                       'block': (call('hidet_thread_idx', dtype=int64), convert(CUDA_BLOCK))}[mode]
+# ---------------------------------------------------------------- CPU
+def _cpu_kernel(name: str, params: List[Var], out_param: Var, value: Expr, axes, shape, lowering: Lowering):
+    """``parallel for t: (outer index, chunk) { simd for j in chunk: out[o * W + j] = value }``."""
+    injective = not collect(value, ReduceCompute)
+    if not shape:  # a 0-d output: one element
         body: List[Stmt] = []
-        value = substitute(r.value, dict(zip(r.axes, unflatten(k, r.shape))))
-        v = self.value(value, body, mode='thread')  # nested reductions run per thread
-        body.append(Assign(acc, reduce_combine(r.kind, acc, v)))
-        stmts.append(For(k, start, extent, step, Seq(body)))
-        if mode != 'thread':
-            combine = f'hidet_{mode}_reduce_{_combine_name(r.kind)}'
-            stmts.append(Assign(acc, call(combine, acc, dtype=r.acc_dtype)))
-        result: Expr = acc
-        if r.kind == 'mean':
-            result = binary('/', result, Constant(extent, r.acc_dtype))
-        return cast(result, r.dtype)
+        element = lowering.value(value, body, 'thread')
+        return Function(name, params, Seq(body + [Store(out_param, 0, element)]), 'cpu')
+    width, outer = shape[-1], prod(shape[:-1])
+    # enough parallel iterations for the threads: split the innermost dimension when outer ones are few
+    least = 16 if injective else 1  # elements per iteration (reductions: each element is a loop already)
+    chunks = max(1, min(-(-width // least), max(-(-width // CPU_CHUNK), -(-CPU_MIN_ITERATIONS // max(outer, 1)))))
+    chunk = -(-max(width, 1) // chunks)
+    chunks = -(-width // chunk)
+    t, j = Var('t', int64), Var('j', int64)
+    pre: List[Stmt] = []
+    if chunks <= 1:  # (0: an empty innermost dimension, no iterations)
+        o, start, stop = t, convert(0), convert(width)
+    else:
+        o, start = Var('o', int64), Var('j0', int64)
+        pre += [Declare(o, t / chunks), Declare(start, (t % chunks) * chunk)]
+        stop = minimum(start + chunk, width)
+    mapping: Dict[Var, Expr] = {axes[-1]: j}
+    for d, idx in enumerate(unflatten(o, shape[:-1])):
+        if not isinstance(idx, Var) and collect(idx, Var):  # computed once per outer iteration
+            v = Var(f'i{d}', int64)
+            pre.append(Declare(v, idx))
+            idx = v
+        mapping[axes[d]] = idx
+    body = []
+    element = lowering.value(substitute(value, mapping), body, 'thread')
+    inner = For(j, start, stop, 1, Seq(body + [Store(out_param, o * width + j, element)]),
+                kind='simd' if injective else 'serial')
+    return Function(name, params, For(t, 0, outer * chunks, 1, Seq(pre + [inner]), kind='parallel'), 'cpu')
 
 
-def _combine_name(kind: str) -> str:
-    return {'mean': 'sum', 'any': 'or', 'all': 'and'}.get(kind, kind)
+# ---------------------------------------------------------------- CUDA
+def _cuda_thread(name: str, params: List[Var], out_param: Var, value: Expr, axes, shape,
+                 lowering: Lowering) -> Function:
+    """One thread per output element (a grid-stride loop): injective kernels and column-style
+    reductions with many outputs."""
+    numel = prod(shape)
+    n = Var('n', int64)
+    body: List[Stmt] = []
+    element = lowering.value(_element_value(value, axes, shape, n), body, 'thread')
+    grid = min(-(-numel // CUDA_BLOCK), CUDA_MAX_GRID)
+    loop = For(n, call('hidet_global_thread_idx', dtype=int64), numel, call('hidet_global_threads', dtype=int64),
+               Seq(body + [Store(out_param, n, element)]))
+    return Function(name, params, loop, 'cuda', grid=(max(grid, 1),), block=(CUDA_BLOCK,))
+
+
+def _cuda_row(name: str, params: List[Var], out_param: Var, value: Expr, axes, shape, lowering: Lowering,
+              mode: str) -> Function:
+    """A warp or a block per output element; its first thread stores the result."""
+    numel = prod(shape)
+    n = Var('n', int64)
+    body: List[Stmt] = []
+    element = lowering.value(_element_value(value, axes, shape, n), body, mode)
+    per_block, first, group, groups = {
+        'warp': (CUDA_BLOCK // 32, 'hidet_lane_idx', 'hidet_global_warp_idx', 'hidet_global_warps'),
+        'block': (1, 'hidet_thread_idx', 'hidet_block_idx', 'hidet_grid_dim')}[mode]
+    guarded = Seq(body + [If(binary('==', call(first, dtype=int64), 0), Store(out_param, n, element))])
+    loop = For(n, call(group, dtype=int64), numel, call(groups, dtype=int64), guarded)
+    grid = min(-(-numel // per_block), CUDA_MAX_GRID)
+    return Function(name, params, loop, 'cuda', grid=(max(grid, 1),), block=(CUDA_BLOCK,))
+
+
+def _column_shape(numel: int, extent: int, value: Expr):
+    """(cols, rows) of a column-style kernel's blocks: ``cols`` consecutive outputs (at least 32 bytes of
+    each input row: whole memory sectors), ``rows`` threads splitting the reduced elements of each."""
+    itemsize = min((t.dtype.nbytes for t in (e.tensor for e in collect(value, TensorElement))), default=4)
+    min_cols = max(8, 32 // max(itemsize, 1))
+    cols = 32
+    while cols > min_cols and -(-numel // cols) < COLUMN_MIN_BLOCKS:
+        cols //= 2
+    rows = _pow2_floor(max(1, COLUMN_THREADS // max(numel, 1)))
+    rows = min(rows, CUDA_BLOCK // cols, _pow2_floor(max(1, extent // 16)))
+    return cols, rows
+
+
+def _cuda_column(name: str, params: List[Var], out_param: Var, value: Expr, axes, shape, lowering: Lowering,
+                 cols: int, rows: int) -> Function:
+    """Block column ``c`` (threads ``c, c + cols, …``) reduces output ``c0 + c`` of each chunk of ``cols``
+    consecutive outputs, its ``rows`` threads striding over the reduced elements."""
+    numel = prod(shape)
+    tid = call('hidet_thread_idx', dtype=int64)
+    row, c0, n, valid = Var('row', int64), Var('c0', int64), Var('n', int64), Var('valid', boolean)
+    lowering.column = (cols, rows, row, valid)
+    body: List[Stmt] = [Declare(n, c0 + tid % cols), Declare(valid, binary('<', n, numel))]
+    element = lowering.value(_element_value(value, axes, shape, n), body, 'column')
+    body.append(If(logical_and(valid, binary('==', row, 0)), Store(out_param, n, element)))
+    loop = For(c0, call('hidet_block_idx', dtype=int64) * cols, numel, call('hidet_grid_dim', dtype=int64) * cols,
+               Seq(body))
+    grid = min(-(-numel // cols), CUDA_MAX_GRID)
+    return Function(name, params, Seq([Declare(row, tid / cols), loop]), 'cuda', grid=(max(grid, 1),),
+                    block=(cols * rows,))
+
+
+def reduce_style(value: Expr, axes, shape) -> str:
+    """'column' when the largest reduction reads consecutive input elements for consecutive outputs
+    (the output's innermost index is the inputs' innermost one) and no read is contiguous along the
+    reduced elements; else 'row'."""
+    reduces = top_reduces(value)
+    if not axes or shape[-1] == 1 or not reduces:
+        return 'row'
+    main = max(reduces, key=lambda r: prod(r.shape))
+    row = column = False
+    for e in collect(main.value, TensorElement):
+        flat = flat_index(e.indices, e.tensor.shape)
+        if not depends_on(flat, main.axes):
+            continue
+        along_reduce, along_output = linear(flat, main.axes[-1]), linear(flat, axes[-1])
+        row = row or (along_reduce is not None and abs(along_reduce[0]) == 1)
+        column = column or (along_output is not None and along_output[0] == 1)
+    return 'column' if column and not row else 'row'
 
 
 def _output_kernel(task: Task, out: TensorNode, out_param: Var, params: Dict[int, Var], target: str,
                    name: str) -> Function:
+    from hidet.ir.schedulers.vectorize import vectorized_kernel
+
     axes = out.definition.axes
     value = inline_computes(out.definition.value)
-    numel = _prod(out.shape)
-    lowering = _Lowering(params, target)
-    reduces = collect(value, ReduceCompute)
-    largest_reduce = max((_prod(r.shape) for r in reduces), default=0)
-    if target == 'cpu' or largest_reduce <= 1:
-        mode = 'thread'
-    else:
-        mode = 'block' if largest_reduce >= BLOCK_REDUCE_MIN_EXTENT else 'warp'
-    n = Var('n', int64)
-    body: List[Stmt] = []
-    element_value = lowering.value(substitute(value, dict(zip(axes, unflatten(n, out.shape)))), body, mode)
-    store = Store(out_param, n, element_value)
     all_params = [params[id(t)] for t in task.inputs] + [out_param]
+    lowering = Lowering(params)
     if target == 'cpu':
-        loop = For(n, 0, numel, 1, Seq(body + [store]), kind='parallel')
-        return Function(name, all_params, loop, 'cpu')
-    if mode == 'thread':
-        grid = min((numel + CUDA_BLOCK - 1) // CUDA_BLOCK, CUDA_MAX_GRID)
-        loop = For(n, call('hidet_global_thread_idx', dtype=int64), numel,
-                   call('hidet_global_threads', dtype=int64), Seq(body + [store]))
-        return Function(name, all_params, loop, 'cuda', grid=(max(grid, 1),), block=(CUDA_BLOCK,))
-    # warp / block: a group of threads per output element; its first thread stores the result
-    per_block, first, group, groups = {
-        'warp': (CUDA_BLOCK // 32, 'hidet_lane_idx', 'hidet_global_warp_idx', 'hidet_global_warps'),
-        'block': (1, 'hidet_thread_idx', 'hidet_block_idx', 'hidet_grid_dim')}[mode]
-    guarded = Seq(body + [If(binary('==', call(first, dtype=int64), 0), store)])
-    loop = For(n, call(group, dtype=int64), numel, call(groups, dtype=int64), guarded)
-    grid = min((numel + per_block - 1) // per_block, CUDA_MAX_GRID)
-    return Function(name, all_params, loop, 'cuda', grid=(max(grid, 1),), block=(CUDA_BLOCK,))
+        return _cpu_kernel(name, all_params, out_param, value, axes, out.shape, lowering)
+    largest = max((prod(r.shape) for r in collect(value, ReduceCompute)), default=0)
+    if largest <= 1:
+        scalar = _cuda_thread(name, all_params, out_param, value, axes, out.shape, lowering)
+        vector = vectorized_kernel(name, all_params, out_param, value, axes, out.shape, Lowering(params))
+        if vector is None:
+            return scalar
+        scalar.name = f'{name}_scalar'
+        vector.fallback = scalar
+        return vector
+    if reduce_style(value, axes, out.shape) == 'column':
+        cols, rows = _column_shape(prod(out.shape), largest, value)
+        if rows == 1:
+            return _cuda_thread(name, all_params, out_param, value, axes, out.shape, lowering)
+        return _cuda_column(name, all_params, out_param, value, axes, out.shape, lowering, cols, rows)
+    mode = 'block' if largest >= BLOCK_REDUCE_MIN_EXTENT else 'warp'
+    return _cuda_row(name, all_params, out_param, value, axes, out.shape, lowering, mode)
 
 
 def schedule_task(task: Task, target: str) -> IRModule:

@@ -1,0 +1,152 @@
+"""Lowering the value of one output element into statements: reads of input tensors become loads at flat
+row-major indices, reductions become accumulator loops.
+
+A reduction is lowered in one of four modes: 'thread' (one thread reduces alone), 'warp' / 'block' (the
+threads of a warp or block share the reduced elements, then combine through shuffles), 'column' (the
+``rows`` threads of a block column share them, then combine through shared memory). Nested reductions:
+- one that does not depend on the enclosing reduction's axes is computed once, before the enclosing loop,
+  in the enclosing mode (all threads of the group take part and all get the result);
+- one that does runs inside the loop, per thread;
+- a reduction computed already in an enclosing scope (the same expression over the same variables, e.g.
+  softmax's max, read by the output and inside its sum) is not computed again.
+"""
+from __future__ import annotations
+
+from typing import Dict, List, Optional, Sequence, Tuple
+
+from hidet.ir.compute import ReduceCompute
+from hidet.ir.dtypes import DataType, int64
+from hidet.ir.expr import BufferLoad, Constant, Expr, TensorElement, Var, binary, call, cast, convert, select
+from hidet.ir.functors import collect, rewrite, substitute
+from hidet.ir.schedulers.analysis import depends_on, structural_key
+from hidet.ir.stmt import Assign, Declare, For, Seq, Stmt
+
+CUDA_BLOCK = 256
+
+
+def prod(xs: Sequence[int]) -> int:
+    n = 1
+    for x in xs:
+        n *= x
+    return n
+
+
+def flat_index(indices: Sequence[Expr], shape: Sequence[int]) -> Expr:
+    index: Expr = convert(0)
+    for i, (idx, extent) in enumerate(zip(indices, shape)):
+        index = idx if i == 0 else index * extent + idx
+    return index
+
+
+def unflatten(flat: Expr, shape: Sequence[int]) -> List[Expr]:
+    """The per-dimension indices of flat row-major index ``flat``."""
+    out, stride = [], 1
+    for extent in reversed(shape):
+        if extent == 1:
+            out.append(convert(0))
+        else:
+            idx = flat if stride == 1 else flat / stride
+            out.append(idx % extent if stride * extent < prod(shape) else idx)
+        stride *= extent
+    return list(reversed(out))
+
+
+def reduce_init(kind: str, dtype: DataType) -> Expr:
+    if kind in ('sum', 'mean'):
+        return Constant(0, dtype)
+    if kind == 'prod':
+        return Constant(1, dtype)
+    if kind in ('any', 'all'):
+        return Constant(kind == 'all', dtype)
+    return call('hidet_lowest' if kind == 'max' else 'hidet_highest', dtype=dtype)
+
+
+def reduce_combine(kind: str, acc: Expr, value: Expr) -> Expr:
+    value = cast(value, acc.dtype)
+    if kind in ('sum', 'mean'):
+        return binary('+', acc, value)
+    if kind == 'prod':
+        return binary('*', acc, value)
+    if kind == 'any':
+        return binary('||', acc, value)
+    if kind == 'all':
+        return binary('&&', acc, value)
+    return binary(kind, acc, value)
+
+
+def combine_name(kind: str) -> str:
+    return {'mean': 'sum', 'any': 'or', 'all': 'and'}.get(kind, kind)
+
+
+def top_reduces(expr: Expr) -> List[ReduceCompute]:
+    """The reductions of ``expr`` that are not inside another reduction."""
+    nested = set()
+    reduces = collect(expr, ReduceCompute)
+    for r in reduces:
+        for inner in collect(r.value, ReduceCompute):
+            if inner is not r:
+                nested.add(id(inner))
+    return [r for r in reduces if id(r) not in nested]
+
+
+class Lowering:
+    def __init__(self, params: Dict[int, Var]):
+        self.params = params
+        self.counter = 0
+        self.scopes: List[Dict[str, Expr]] = [{}]  # lowered reductions by structural key, per C scope
+        self.column: Optional[Tuple[int, int, Var, Expr]] = None  # column mode: (cols, rows, row, valid)
+
+    def fresh(self, prefix: str, dtype) -> Var:
+        self.counter += 1
+        return Var(f'{prefix}{self.counter}', dtype)
+
+    def loads(self, expr: Expr) -> Expr:
+        def fn(e):
+            if isinstance(e, TensorElement):
+                return BufferLoad(self.params[id(e.tensor)], flat_index(e.indices, e.tensor.shape), e.tensor.dtype)
+            return None
+
+        return rewrite(expr, fn)
+
+    def value(self, expr: Expr, stmts: List[Stmt], mode: str) -> Expr:
+        """Emit statements computing ``expr``; returns the expression of its value."""
+        mapping = {r: self.reduction(r, stmts, mode) for r in top_reduces(expr)}
+        return self.loads(rewrite(expr, lambda e: mapping.get(e)) if mapping else expr)
+
+    def reduction(self, r: ReduceCompute, stmts: List[Stmt], mode: str) -> Expr:
+        key = structural_key(r)
+        for scope in reversed(self.scopes):
+            if key in scope:
+                return scope[key]
+        hoisted = {x: self.reduction(x, stmts, mode) for x in top_reduces(r.value) if not depends_on(x, r.axes)}
+        value = rewrite(r.value, lambda e: hoisted.get(e)) if hoisted else r.value
+        acc = self.fresh('acc', r.acc_dtype)
+        stmts.append(Declare(acc, reduce_init(r.kind, r.acc_dtype)))
+        extent = prod(r.shape)
+        k = self.fresh('k', int64)
+        stop: Expr = convert(extent)
+        if mode == 'column':
+            cols, rows, row, valid = self.column
+            start, step, stop = row, convert(rows), select(valid, extent, 0)
+        else:
+            start, step = {'thread': (convert(0), convert(1)),
+                           'warp': (call('hidet_lane_idx', dtype=int64), convert(32)),
+                           'block': (call('hidet_thread_idx', dtype=int64), convert(CUDA_BLOCK))}[mode]
+        body: List[Stmt] = []
+        self.scopes.append({})
+        v = self.value(substitute(value, dict(zip(r.axes, unflatten(k, r.shape)))), body, mode='thread')
+        self.scopes.pop()
+        body.append(Assign(acc, reduce_combine(r.kind, acc, v)))
+        stmts.append(For(k, start, stop, step, Seq(body)))
+        if mode in ('warp', 'block'):
+            stmts.append(Assign(acc, call(f'hidet_{mode}_reduce_{combine_name(r.kind)}', acc, dtype=r.acc_dtype)))
+        elif mode == 'column':
+            cols, rows = self.column[:2]
+            stmts.append(Assign(acc, call(f'hidet_column_reduce_{combine_name(r.kind)}', acc, cols, rows,
+                                          dtype=r.acc_dtype)))
+        result: Expr = acc
+        if r.kind == 'mean':
+            result = binary('/', result, Constant(extent, r.acc_dtype))
+        result = cast(result, r.dtype)
+        self.scopes[-1][key] = result
+        return result

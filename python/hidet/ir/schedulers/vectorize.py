@@ -1,0 +1,168 @@
+"""Vectorized CUDA kernels for injective outputs.
+
+Each thread computes ``V`` consecutive elements of the output's innermost dimension (``V`` × the widest
+element vectorized ≤ 16 bytes, ``V`` dividing the innermost extent) and stores them with one vector store.
+Each read of an input is classified by how its flat index varies along the innermost output index ``j``:
+
+- independent of ``j`` (broadcast along it): loaded once, as a scalar, for the ``V`` elements;
+- ``base + j`` with ``base`` a known multiple of ``V`` (contiguous and aligned): one vector load;
+- ``base + j`` otherwise, or read only under a condition (a branch of a select, the right of ``&&``:
+  loading a whole vector there could leave the tensor, e.g. in pad or concat): one scalar load per element
+  (consecutive threads still read consecutive memory);
+- anything else (a stride other than 1, a division, an index loaded per element): not vectorized; the
+  kernel falls back to the scalar path (one element per thread).
+
+Buffers need ``V`` × element-size alignment too: the launcher checks the pointers and runs the scalar
+kernel (``Function.fallback``) when one is not aligned (e.g. a torch view at an odd offset).
+"""
+from __future__ import annotations
+
+from typing import Dict, List, Optional, Tuple
+
+from hidet.ir.compute import ReduceCompute
+from hidet.ir.dtypes import int64
+from hidet.ir.expr import (Binary, BufferLoad, Call, Cast, Constant, Expr, Select, TensorElement, Unary, Var, call)
+from hidet.ir.functors import collect, substitute
+from hidet.ir.schedulers.analysis import depends_on, linear, structural_key
+from hidet.ir.schedulers.lowering import CUDA_BLOCK, Lowering, flat_index, prod, unflatten
+from hidet.ir.stmt import Declare, For, Function, Seq, Stmt, Store, VectorCopy
+from hidet.ir.type import TensorType
+
+VECTOR_BYTES = 16
+CUDA_MAX_GRID = 65536 * 8
+
+
+class _NotVectorizable(Exception):
+    pass
+
+
+class _Plan:
+    """The output value with its vector reads replaced by lane placeholders and its broadcast reads by
+    scalars loaded once."""
+
+    def __init__(self, value: Expr, last: Var, lanes: int):
+        self.last, self.lanes = last, lanes
+        self.vectors: List[Tuple[Var, TensorElement, Expr]] = []  # (placeholder, read, flat index)
+        self.broadcasts: List[Tuple[Var, TensorElement]] = []
+        self.keys: Dict[str, Var] = {}
+        self.memo: Dict[Tuple[int, bool], Expr] = {}
+        self.value = self.visit(value, False)
+
+    def visit(self, e: Expr, conditional: bool) -> Expr:
+        key = (id(e), conditional)
+        if key not in self.memo:
+            self.memo[key] = self._visit(e, conditional)
+        return self.memo[key]
+
+    def _visit(self, e: Expr, cond: bool) -> Expr:
+        if isinstance(e, (Var, Constant)):
+            return e
+        if isinstance(e, Binary):
+            a, b = self.visit(e.a, cond), self.visit(e.b, cond or e.op in ('&&', '||'))
+            return e if (a, b) == (e.a, e.b) else Binary(e.op, a, b, e.dtype)
+        if isinstance(e, Unary):
+            a = self.visit(e.a, cond)
+            return e if a is e.a else Unary(e.op, a)
+        if isinstance(e, Cast):
+            a = self.visit(e.a, cond)
+            return e if a is e.a else Cast(a, e.dtype)
+        if isinstance(e, Call):
+            args = tuple(self.visit(a, cond) for a in e.args)
+            return e if args == e.args else Call(e.func, args, e.dtype)
+        if isinstance(e, Select):
+            c, t, f = self.visit(e.cond, cond), self.visit(e.t, True), self.visit(e.f, True)
+            return e if (c, t, f) == (e.cond, e.t, e.f) else Select(c, t, f)
+        if isinstance(e, TensorElement):
+            indices = tuple(self.visit(i, cond) for i in e.indices)
+            return self.read(e if indices == e.indices else TensorElement(e.tensor, indices), cond)
+        raise _NotVectorizable(type(e).__name__)
+
+    def read(self, e: TensorElement, conditional: bool) -> Expr:
+        known = self.keys.get(structural_key(e))
+        if known is not None:  # read unconditionally already (e.g. in a select's condition)
+            return known
+        flat = flat_index(e.indices, e.tensor.shape)
+        if depends_on(flat, [p for p, _, _ in self.vectors]):
+            raise _NotVectorizable('an index loaded per element')
+        if not depends_on(flat, [self.last]):
+            if conditional:
+                return e
+            return self._placeholder(e, lambda v: self.broadcasts.append((v, e)))
+        along = linear(flat, self.last)
+        if along is None or along[0] != 1:
+            raise _NotVectorizable('not contiguous along the innermost dimension')
+        if conditional or along[1] % self.lanes != 0:
+            return e
+        return self._placeholder(e, lambda v: self.vectors.append((v, e, flat)))
+
+    def _placeholder(self, e: TensorElement, register) -> Var:
+        key = structural_key(e)
+        if key not in self.keys:
+            self.keys[key] = Var(f'x{len(self.keys)}', e.dtype)
+            register(self.keys[key])
+        return self.keys[key]
+
+
+def _plan(value: Expr, axes, shape, out_bytes: int) -> Optional[_Plan]:
+    width = shape[-1]
+    lanes = VECTOR_BYTES // out_bytes
+    while True:
+        while lanes > 1 and width % lanes:
+            lanes //= 2
+        if lanes < 2:
+            return None
+        try:
+            plan = _Plan(value, axes[-1], lanes)
+        except _NotVectorizable:
+            return None
+        widest = max([out_bytes] + [e.dtype.nbytes for _, e, _ in plan.vectors])
+        if lanes * widest <= VECTOR_BYTES:
+            return plan
+        lanes = VECTOR_BYTES // widest
+
+
+def vectorized_kernel(name: str, params: List[Var], out_param: Var, value: Expr, axes, shape,
+                      lowering: Lowering) -> Optional[Function]:
+    """The vectorized kernel of an injective output, or None where its reads do not allow one."""
+    if not shape or prod(shape) == 0 or collect(value, ReduceCompute):
+        return None
+    plan = _plan(value, axes, shape, out_param.dtype.nbytes)
+    if plan is None:
+        return None
+    lanes, numel = plan.lanes, prod(shape)
+    q, n0, j = Var('q', int64), Var('n0', int64), Var('j', int64)
+    body: List[Stmt] = [Declare(n0, q * lanes)]
+    base: Dict[Var, Expr] = {}
+    for d, idx in enumerate(unflatten(n0, shape)):
+        if isinstance(idx, (Var, Constant)):
+            base[axes[d]] = idx
+        else:
+            v = Var('w0' if d == len(shape) - 1 else f'i{d}', int64)
+            body.append(Declare(v, idx))
+            base[axes[d]] = v
+    for v, e in plan.broadcasts:
+        body.append(Declare(v, lowering.loads(substitute(e, base))))
+    lane_body: List[Stmt] = []
+    lane_map: Dict[Var, Expr] = dict(base)
+    lane_map[axes[-1]] = base[axes[-1]] + j
+    aligned = {}
+    for v, e, flat in plan.vectors:
+        reg = Var(f'{v.name}_vec', e.dtype, type=TensorType(e.dtype, [lanes], 'register'))
+        buffer = lowering.params[id(e.tensor)]
+        body += [Declare(reg), VectorCopy(reg, 0, buffer, lowering.loads(substitute(flat, base)), lanes)]
+        aligned[params.index(buffer)] = lanes * e.dtype.nbytes
+        lane_var = Var(f'{v.name}_lane', e.dtype)
+        lane_body.append(Declare(lane_var, BufferLoad(reg, j, e.dtype)))
+        lane_map[v] = lane_var
+    out_reg = Var('y_vec', out_param.dtype, type=TensorType(out_param.dtype, [lanes], 'register'))
+    lane_body.append(Store(out_reg, j, lowering.loads(substitute(plan.value, lane_map))))
+    body += [Declare(out_reg), For(j, 0, lanes, 1, Seq(lane_body), kind='unroll'),
+             VectorCopy(out_param, n0, out_reg, 0, lanes)]
+    aligned[len(params) - 1] = lanes * out_param.dtype.nbytes
+    vectors = numel // lanes
+    loop = For(q, call('hidet_global_thread_idx', dtype=int64), vectors, call('hidet_global_threads', dtype=int64),
+               Seq(body))
+    grid = min(-(-vectors // CUDA_BLOCK), CUDA_MAX_GRID)
+    f = Function(name, params, loop, 'cuda', grid=(max(grid, 1),), block=(CUDA_BLOCK,))
+    f.aligned = tuple(sorted(aligned.items()))
+    return f

@@ -1,0 +1,255 @@
+"""The auto-scheduler's choices (hidet/ir/schedulers): vectorized CUDA kernels for injective outputs, row
+and column styles of reductions, the CPU loop nest, nested and repeated reductions computed once. Each
+schedule's structure is checked on any machine; its results against torch on every device."""
+import pytest
+import torch
+
+import hidet
+from hidet.graph.operator import Operator
+from hidet.ir.compute import compute, reduce, tensor_input
+from hidet.ir.expr import call, select
+from hidet.ir.schedulers import schedule_task
+from hidet.ir.stmt import For, If, Seq, VectorCopy
+from hidet.ir.task import Task
+
+
+class TaskOp(Operator):
+    def __init__(self, task: Task, *inputs):
+        super().__init__(list(inputs), {}, task)
+
+
+def run(task: Task, *tensors: torch.Tensor) -> torch.Tensor:
+    return TaskOp(task, *[hidet.from_torch(t) for t in tensors]).get_output(0).torch()
+
+
+def close(actual: torch.Tensor, expected: torch.Tensor, tol=1e-5):
+    assert actual.dtype == expected.dtype and actual.shape == expected.shape
+    torch.testing.assert_close(actual, expected, rtol=tol, atol=tol)
+
+
+def stmts(s):
+    """Every statement under ``s`` (pre-order)."""
+    yield s
+    children = s.stmts if isinstance(s, Seq) else [s.body] if isinstance(s, For) else \
+        [s.then] + ([s.otherwise] if s.otherwise is not None else []) if isinstance(s, If) else []
+    for c in children:
+        yield from stmts(c)
+
+
+def calls(f):
+    """The names of the builtins a kernel calls."""
+    text = str(f)
+    return {name for name in ('hidet_block_reduce', 'hidet_warp_reduce', 'hidet_column_reduce') if name in text}
+
+
+def kernel(task: Task, target: str):
+    module = schedule_task(task, target)
+    assert len(module.functions) == 1
+    return module.functions[0]
+
+
+def elementwise(shapes, dtypes, fn, out_dtype=None):
+    nodes = [tensor_input(f'x{i}', d, s) for i, (s, d) in enumerate(zip(shapes, dtypes))]
+    shape = shapes[0]
+
+    def element(*idx):
+        reads = []
+        for n in nodes:
+            offset = len(idx) - len(n.shape)
+            reads.append(n[tuple(0 if e == 1 else idx[offset + k] for k, e in enumerate(n.shape))])
+        return fn(*reads)
+
+    return Task('ew', nodes, [compute('y', shape, element, dtype=out_dtype)])
+
+
+# ---------------------------------------------------------------- CUDA: vectorized injective kernels
+def test_vectorized_add_with_row_and_column_broadcast():
+    task = elementwise([[64, 128], [128], [64, 1]], ['float16'] * 3, lambda a, b, c: a + b * c)
+    f = kernel(task, 'cuda')
+    assert f.fallback is not None and f.fallback.name == 'ew_k0_scalar'
+    copies = [s for s in stmts(f.body) if isinstance(s, VectorCopy)]
+    assert [c.count for c in copies] == [8, 8, 8]  # x0 and x1 loaded, y stored: 8 halves = 16 bytes
+    assert f.aligned == ((0, 16), (1, 16), (3, 16))  # x2 (broadcast along the row) is read as a scalar
+    assert f.grid == (64 * 128 // 8 // 256,)
+
+
+def test_vector_width_follows_the_widest_element():
+    task = elementwise([[32, 64]], ['float32'], lambda a: a, out_dtype='float16')
+    f = kernel(task, 'cuda')
+    assert [c.count for c in stmts(f.body) if isinstance(c, VectorCopy)] == [4, 4]  # 4 floats in, 4 halves out
+    assert f.aligned == ((0, 16), (1, 8))
+
+
+def test_no_vectors_where_reads_do_not_allow():
+    x = tensor_input('x', 'float32', [64, 64])
+    transposed = Task('t', [x], [compute('y', [64, 64], lambda i, j: x[j, i])])
+    odd = elementwise([[10, 7]], ['float16'], lambda a: a * 2)
+    for task in (transposed, odd):
+        f = kernel(task, 'cuda')
+        assert f.fallback is None and not any(isinstance(s, VectorCopy) for s in stmts(f.body))
+
+
+def test_unaligned_and_conditional_reads_go_per_element():
+    x = tensor_input('x', 'float32', [16, 33])
+    shifted = Task('s', [x], [compute('y', [16, 32], lambda i, j: x[i, j + 1])])
+    padded = Task('p', [x], [compute('y', [16, 36], lambda i, j: select(j < 33, x[i, j], 0.0))])
+    for task in (shifted, padded):
+        f = kernel(task, 'cuda')
+        assert [c.count for c in stmts(f.body) if isinstance(c, VectorCopy)] == [4]  # the store only
+        assert f.aligned == ((1, 16),)
+
+
+def test_vectorized_kernels_compute_like_torch(device):
+    x, b = torch.randn(64, 128, device=device).half(), torch.randn(128, device=device).half()
+    c = torch.randn(64, 1, device=device).half()
+    task = elementwise([[64, 128], [128], [64, 1]], ['float16'] * 3, lambda p, q, r: p + q * r)
+    close(run(task, x, b, c), x + b * c, 2e-3)
+    f = torch.randn(32, 64, device=device)
+    close(run(elementwise([[32, 64]], ['float32'], lambda a: a, out_dtype='float16'), f), f.half(), 1e-3)
+    xs = torch.randn(16, 33, device=device)
+    xt = tensor_input('x', 'float32', [16, 33])
+    close(run(Task('s', [xt], [compute('y', [16, 32], lambda i, j: xt[i, j + 1])]), xs), xs[:, 1:])
+    padded = Task('p', [xt], [compute('y', [16, 36], lambda i, j: select(j < 33, xt[i, j], 0.0))])
+    close(run(padded, xs), torch.nn.functional.pad(xs, [0, 3]))
+
+
+def test_unaligned_buffers_run_the_scalar_kernel(device):
+    # a view at an odd offset: the launcher sees an unaligned pointer and runs the fallback
+    base = torch.randn(64 * 128 + 1, device=device).half()
+    x = base[1:].view(64, 128)
+    b = torch.randn(128, device=device).half()
+    task = elementwise([[64, 128], [128]], ['float16'] * 2, lambda p, q: p - q)
+    close(run(task, x, b), x - b, 2e-3)
+
+
+# ---------------------------------------------------------------- CUDA: row and column reductions
+def reduction(shape, axis, kind='sum', dtype='float32'):
+    x = tensor_input('x', dtype, shape)
+    out_shape = [s for d, s in enumerate(shape) if d != axis]
+
+    def element(*idx):
+        def value(r):
+            full = list(idx)
+            full.insert(axis, r)
+            return x[tuple(full)]
+
+        return reduce([shape[axis]], value, kind)
+
+    return Task(f'reduce_{kind}', [x], [compute('y', out_shape, element)])
+
+
+@pytest.mark.parametrize('shape,axis,style', [
+    ([4096, 4096], 1, {'hidet_block_reduce'}),  # innermost reduced: a block per row
+    ([512, 60], 1, {'hidet_warp_reduce'}),  # short rows: a warp per row
+    ([4096, 4096], 0, {'hidet_column_reduce'}),  # few columns, long: threads of a block column share one
+    ([4, 70, 9], 1, {'hidet_column_reduce'}),
+    ([64, 1 << 20], 0, set()),  # many columns: a thread per column
+], ids=str)
+def test_reduction_style_follows_the_reduced_axis(shape, axis, style):
+    f = kernel(reduction(shape, axis), 'cuda')
+    assert calls(f) == style
+
+
+@pytest.mark.parametrize('shape,axis', [([4096, 96], 0), ([3, 500, 40], 1), ([300, 8], 0), ([9, 70, 4], 0)],
+                         ids=str)
+@pytest.mark.parametrize('kind', ['sum', 'max', 'min', 'mean'])
+def test_column_reductions_compute_like_torch(shape, axis, kind, device):
+    x = torch.randn(shape, device=device)
+    expected = {'sum': lambda: x.double().sum(axis).float(), 'mean': lambda: x.double().mean(axis).float(),
+                'max': lambda: x.amax(axis), 'min': lambda: x.amin(axis)}[kind]()
+    close(run(reduction(shape, axis, kind), x), expected, 1e-4)
+
+
+def test_column_reductions_of_bools_and_halves(device):
+    b = torch.rand(1000, 24, device=device) > 0.3
+    close(run(reduction([1000, 24], 0, 'any', 'bool'), b), b.any(0))
+    close(run(reduction([1000, 24], 0, 'all', 'bool'), b), b.all(0))
+    h = torch.randn(2048, 48, device=device).half()
+    close(run(reduction([2048, 48], 0, 'sum', 'float16'), h), h.float().sum(0).half(), 2e-2)
+
+
+# ---------------------------------------------------------------- nested and repeated reductions
+def variance_task(m, n):
+    x = tensor_input('x', 'float32', [m, n])
+
+    def element(i):
+        mean = reduce([n], lambda j: x[i, j], 'mean')
+        return reduce([n], lambda k: (x[i, k] - mean) * (x[i, k] - mean), 'sum') / float(n - 1)
+
+    return Task('var', [x], [compute('y', [m], element)])
+
+
+def loop_depths(f):
+    """The nesting depth of every reduction loop (loops whose variable is a k…)."""
+    depths = []
+
+    def visit(s, depth):
+        if isinstance(s, For):
+            inner = depth + (1 if s.var.name.startswith('k') else 0)
+            if s.var.name.startswith('k'):
+                depths.append(inner)
+            visit(s.body, inner)
+        elif isinstance(s, Seq):
+            for c in s.stmts:
+                visit(c, depth)
+        elif isinstance(s, If):
+            visit(s.then, depth)
+
+    visit(f.body, 0)
+    return depths
+
+
+@pytest.mark.parametrize('target', ['cpu', 'cuda'])
+def test_inner_reduction_is_hoisted(target):
+    # var as the mean of (x - mean(x))^2: the inner mean does not depend on the outer sum's axis, so it is
+    # computed once per output, before the sum's loop, not once per element of the sum (n^2 reads)
+    f = kernel(variance_task(8, 300), target)
+    assert loop_depths(f) == [1, 1]
+
+
+def test_hoisted_reduction_computes_like_torch(device):
+    x = torch.randn(8, 300, device=device) + 3
+    close(run(variance_task(8, 300), x), x.var(1), 1e-4)
+    x2 = torch.randn(5, 40, device=device)  # warp mode on CUDA
+    close(run(variance_task(5, 40), x2), x2.var(1), 1e-4)
+
+
+def softmax_task(m, n):
+    x = tensor_input('x', 'float32', [m, n])
+    mx = compute('m', [m], lambda i: reduce([n], lambda k: x[i, k], 'max'))
+    e = compute('e', [m, n], lambda i, j: call('exp', x[i, j] - mx[i]))
+    s = compute('s', [m], lambda i: reduce([n], lambda k: e[i, k], 'sum'))
+    return Task('softmax', [x], [compute('y', [m, n], lambda i, j: e[i, j] / s[i])])
+
+
+@pytest.mark.parametrize('target', ['cpu', 'cuda'])
+def test_repeated_reduction_is_computed_once(target):
+    # the max appears in the output and inside the sum: one max loop, one sum loop
+    assert loop_depths(kernel(softmax_task(6, 300), target)) == [1, 1]
+
+
+def test_repeated_reduction_computes_like_torch(device):
+    x = torch.randn(6, 300, device=device)
+    close(run(softmax_task(6, 300), x), torch.softmax(x, 1))
+
+
+# ---------------------------------------------------------------- CPU loop nest
+def test_cpu_inner_loop_is_contiguous_and_simd():
+    task = elementwise([[64, 1000], [1000]], ['float16'] * 2, lambda a, b: a + b)
+    f = kernel(task, 'cpu')
+    assert isinstance(f.body, For) and f.body.kind == 'parallel'
+    inner = [s for s in stmts(f.body) if isinstance(s, For) and s.kind == 'simd']
+    assert len(inner) == 1
+    body = str(inner[0].body)
+    assert '/' not in body and '%' not in body, body  # indices linear in the inner variable: it vectorizes
+
+
+def test_cpu_splits_a_long_innermost_dimension():
+    f = kernel(elementwise([[1 << 20]], ['float32'], lambda a: a * 2), 'cpu')
+    assert f.body.kind == 'parallel' and f.body.stop.value >= 64  # enough iterations for the threads
+
+
+def test_cpu_loop_nest_computes_like_torch(device):
+    for shape in ([1 << 16], [3, 5000], [7, 3], []):
+        x = torch.randn(shape, device=device)
+        close(run(elementwise([list(shape)], ['float32'], lambda a: a * 2 + 1), x), x * 2 + 1)
