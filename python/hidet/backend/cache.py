@@ -27,8 +27,9 @@ from hidet.version import __version__
 
 from .compiler import Toolchain, compile_library, toolchain, version_line
 
-KINDS = ('kernels',)  # tuning results and compiled graphs will join
+KINDS = ('kernels', 'tuning')  # compiled graphs will join
 LIBRARY = 'lib.so'
+TUNING_SUFFIX = '.json'
 
 
 def kernel_key(source: str, tc: Toolchain, options: Options) -> str:
@@ -132,20 +133,45 @@ def _kind_dir(kind: str, options: Options) -> str:
     return os.path.join(options.cache_dir, kind)
 
 
+def tuning_path(key: str, options: Optional[Options] = None) -> str:
+    """``<cache_dir>/tuning/<key[:2]>/<key>.json``: the tuning result stored under ``key`` (a hex digest of
+    everything that changes it: the task, target and arch, the template, the search level, the options)."""
+    options = options or option.current()
+    return os.path.join(options.cache_dir, 'tuning', key[:2], key + TUNING_SUFFIX)
+
+
+def load_tuning(key: str, options: Optional[Options] = None) -> Optional[dict]:
+    """The stored tuning result of ``key``, or None (missing or unreadable)."""
+    try:
+        with open(tuning_path(key, options)) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return None
+
+
+def store_tuning(key: str, record: dict, options: Optional[Options] = None) -> str:
+    """Write a tuning result atomically; returns its path."""
+    path = tuning_path(key, options)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    _write_atomic(path, json.dumps(record, indent=2, sort_keys=True))
+    return path
+
+
 def clear(kind: str = 'kernels', options: Optional[Options] = None) -> None:
-    """Remove the cached entries of ``kind`` ('kernels' or 'all') from the cache directory."""
+    """Remove the cached entries of ``kind`` ('kernels', 'tuning' or 'all') from the cache directory."""
     options = options or option.current()
     for k in KINDS if kind == 'all' else (kind,):
         shutil.rmtree(_kind_dir(k, options), ignore_errors=True)
 
 
 def status(kind: str = 'kernels', options: Optional[Options] = None) -> dict:
-    """{'path', 'entries', 'bytes'} of the cached ``kind``: entries counts built libraries."""
+    """{'path', 'entries', 'bytes'} of the cached ``kind``: entries counts built libraries (kernels) or
+    stored results (tuning)."""
     options = options or option.current()
     path = _kind_dir(kind, options)
     entries, size = 0, 0
     for root, _, files in os.walk(path):
-        entries += LIBRARY in files
+        entries += LIBRARY in files if kind == 'kernels' else sum(f.endswith(TUNING_SUFFIX) for f in files)
         for f in files:
             with contextlib.suppress(OSError):
                 size += os.path.getsize(os.path.join(root, f))

@@ -41,9 +41,11 @@ def _cache(args) -> None:
         cache.clear('all')
         print('cache cleared')
     else:
-        s = cache.status('kernels')
-        print(tabulate([['kernels', s['entries'], f"{s['bytes'] / 2 ** 20:.1f} MiB", s['path']]],
-                       headers=['kind', 'entries', 'size', 'path']))
+        rows = []
+        for kind in cache.KINDS:
+            s = cache.status(kind)
+            rows.append([kind, s['entries'], f"{s['bytes'] / 2 ** 20:.1f} MiB", s['path']])
+        print(tabulate(rows, headers=['kind', 'entries', 'size', 'path']))
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -101,7 +101,7 @@ def build_flow_graph(graph: FlowGraph, space: int = 0) -> CompiledGraph:
         if key not in task_index:
             task_index[key] = len(jobs)
             jobs.append((node, (node.task, target)))
-    modules = build_tasks([job for _, job in jobs])
+    modules = build_tasks([job for _, job in jobs], space)
     kernels = [{'library': f'kernels/{i}.so', 'function': 'launch', 'name': display_name(node)}
                for i, (node, _) in enumerate(jobs)]
 

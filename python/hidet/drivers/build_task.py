@@ -1,6 +1,12 @@
-"""Task → CompiledModule: schedule, generate source, build through the on-disk cache, load.
+"""Task → CompiledModule: pick a schedule (a registered template, else the auto-scheduler), generate source,
+build through the on-disk cache, load.
 
-Loaded modules are memoized per process by (task text, target, options), so an operator called
+A task that a template recognizes (hidet.drivers.templates; e.g. a float16 matmul on CUDA, fused prologue
+and epilogue included) runs the config chosen at search level ``space`` (hidet.drivers.tuning: level 0 the
+template's default, levels 1 and 2 benchmarked at build time and remembered in the cache); any other task
+runs the auto-scheduler's kernels.
+
+Loaded modules are memoized per process by (task text, target, options, space), so an operator called
 again with the same shapes reuses its kernel without hashing sources or touching the disk.
 """
 from __future__ import annotations
@@ -18,24 +24,39 @@ from hidet.runtime.compiled_module import CompiledModule
 class _LoadedModules:
     """The process's loaded kernel libraries (a library stays loaded for the life of the process)."""
 
-    modules: Dict[Tuple[str, str, str], CompiledModule] = {}
+    modules: Dict[Tuple[str, str, str, int], CompiledModule] = {}
 
 
-def _memo_key(task: Task, target: str) -> Tuple[str, str, str]:
-    return task.key(), target, hidet.option.current().cache_key()
+def _memo_key(task: Task, target: str, space: int) -> Tuple[str, str, str, int]:
+    return task.key(), target, hidet.option.current().cache_key(), space
 
 
-def build_tasks(jobs: Sequence[Tuple[Task, str]]) -> List[CompiledModule]:
+def task_sources(jobs: Sequence[Tuple[Task, str]], space: int = 0) -> List[str]:
+    """The kernel-library source of each (task, target): a template's at its chosen config, else the
+    auto-scheduler's."""
+    from hidet.drivers import templates
+    from hidet.drivers.tuning import choose_configs
+
+    found = [templates.find(task, target) for task, target in jobs]
+    tuned = [(task, target, t) for (task, target), t in zip(jobs, found) if t is not None]
+    configs = iter(choose_configs(tuned, space) if tuned else [])
+    return [generate(schedule_task(task, target)) if t is None else t.source(next(configs))
+            for (task, target), t in zip(jobs, found)]
+
+
+def build_tasks(jobs: Sequence[Tuple[Task, str]], space: int = 0) -> List[CompiledModule]:
     """Build (in parallel, with a progress bar when several compile) and load a module per (task, target)."""
-    keys = [_memo_key(task, target) for task, target in jobs]
+    keys = [_memo_key(task, target, space) for task, target in jobs]
     missing = {k: job for k, job in zip(keys, jobs) if k not in _LoadedModules.modules}
     if missing:
-        sources = [(generate(schedule_task(task, target)), target, task.name) for task, target in missing.values()]
+        jobs_missing = list(missing.values())
+        sources = [(src, target, task.name)
+                   for src, (task, target) in zip(task_sources(jobs_missing, space), jobs_missing)]
         paths = build_libraries(sources)
         for key, path in zip(missing, paths):
             _LoadedModules.modules[key] = CompiledModule(path)
     return [_LoadedModules.modules[k] for k in keys]
 
 
-def build_task(task: Task, target: str) -> CompiledModule:
-    return build_tasks([(task, target)])[0]
+def build_task(task: Task, target: str, space: int = 0) -> CompiledModule:
+    return build_tasks([(task, target)], space)[0]

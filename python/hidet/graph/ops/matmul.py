@@ -1,6 +1,7 @@
 """Matrix multiplication with torch.matmul's shape rules (1-D operands, broadcast batch dims).
-This is the correct-first definition: a reduction the auto-scheduler runs; the tensor-core
-templates of a later stage replace it for speed."""
+The task is the compute definition (a sum of products); on CUDA with float16/bfloat16 operands the
+tensor-core template of matmul_templates/ runs it (fused prologues and epilogues included), otherwise
+the auto-scheduler."""
 from __future__ import annotations
 
 from hidet.graph.operator import Operator
@@ -8,6 +9,8 @@ from hidet.graph.ops.utils import broadcast_indices, broadcast_shapes, input_nod
 from hidet.graph.tensor import Tensor
 from hidet.ir.compute import compute, reduce
 from hidet.ir.task import Task
+
+from . import matmul_templates  # noqa: F401  (registers the templates with hidet.drivers.templates)
 
 
 class MatmulOp(Operator):

@@ -1,0 +1,39 @@
+"""Schedule templates: hand-written kernels (Hidet Script) that replace the auto-scheduler for the tasks
+they recognize. Operator families register a *finder* (``register``); the build drivers ask ``find`` for
+each task and otherwise schedule it with the auto-scheduler.
+
+A template object (what a finder returns for one task) provides:
+
+- ``name``: the template's name and version (part of the tuning cache key);
+- ``title``: the task and shapes, for progress bars;
+- ``space(level)``: candidate configs of search level 0, 1 or 2 (level 0: one default), the default first;
+- ``source(config, fallback=True)``: the CUDA / C++ source of the task's kernel library (the ``launch``
+  entry of the kernel ABI); ``fallback=False`` for tuning candidates, which may then leave out the slow
+  path for misaligned buffers;
+- ``config_to_json(config)`` / ``config_from_json(obj)``: how a chosen config is stored.
+"""
+from __future__ import annotations
+
+from typing import Callable, List, Optional
+
+from hidet.ir.task import Task
+
+_FINDERS: List[Callable[[Task, str], Optional[object]]] = []
+
+
+def register(finder: Callable[[Task, str], Optional[object]]) -> Callable:
+    """Add ``finder(task, target) -> template or None``; returns it (usable as a decorator)."""
+    if finder not in _FINDERS:
+        _FINDERS.append(finder)
+    return finder
+
+
+def find(task: Task, target: str) -> Optional[object]:
+    """The template for ``task`` on ``target``, or None (the auto-scheduler runs it)."""
+    import hidet.graph.ops  # noqa: F401  (operator families register their templates on import)
+
+    for finder in _FINDERS:
+        template = finder(task, target)
+        if template is not None:
+            return template
+    return None

@@ -1,0 +1,91 @@
+"""Matmul schedule templates (one file per template): the tensor-core template for float16/bfloat16 on
+sm_80+ (mma.py), its search spaces (space.py), and the split of a task into prologue → matmul → epilogue
+that lets fused operators use it (spec.py).
+
+``find_matmul_template(task, target)`` is registered with hidet.drivers.templates: a matmul task (a
+MatmulOp, or a fused operator anchored by one) on CUDA with 16-bit float operands gets the template;
+everything else (float32 — full fp32 by default —, non-elementwise prologues or epilogues, pre-sm_80 GPUs)
+stays with the auto-scheduler.
+"""
+from __future__ import annotations
+
+from typing import List, Optional
+
+from hidet.ir.task import Task
+
+from .mma import MmaConfig, check_config
+from .spec import GemmSpec, NotGemm, explain, match_gemm
+
+MIN_ARCH = 80
+
+
+class MmaMatmulTemplate:
+    """The tensor-core matmul template applied to one task."""
+
+    name = 'matmul-mma-v1'
+
+    def __init__(self, spec: GemmSpec):
+        self.spec = spec
+
+    @property
+    def title(self) -> str:
+        return f'{self.spec.task.name} {self.spec.shape_text()}'
+
+    def space(self, level: int) -> List[MmaConfig]:
+        from .space import space
+
+        return space(self.spec, level)
+
+    def default(self) -> MmaConfig:
+        return self.space(0)[0]
+
+    def source(self, config: MmaConfig, fallback: bool = True) -> str:
+        from .source import template_source
+
+        return template_source(self.spec, config, fallback)
+
+    @staticmethod
+    def config_to_json(config: MmaConfig) -> dict:
+        return config.as_dict()
+
+    def config_from_json(self, obj: dict) -> Optional[MmaConfig]:
+        try:
+            cfg = MmaConfig(**obj)
+        except TypeError:
+            return None
+        return None if check_config(self.spec, cfg) else cfg
+
+
+def _arch_number(arch: str) -> int:
+    digits = ''.join(ch for ch in arch[len('sm_'):] if ch.isdigit())
+    return int(digits) if digits else 0
+
+
+def find_matmul_template(task: Task, target: str, arch: Optional[str] = None) -> Optional[MmaMatmulTemplate]:
+    if target != 'cuda':
+        return None
+    try:
+        spec = match_gemm(task)
+    except NotGemm:
+        return None
+    if arch is None:
+        from hidet.backend.compiler import cuda_arch
+
+        try:
+            arch = cuda_arch()
+        except Exception:  # noqa: BLE001 - no GPU and no arch set: the build fails later with a clear error
+            return None
+    if _arch_number(arch) < MIN_ARCH:
+        return None
+    return MmaMatmulTemplate(spec)
+
+
+def _register() -> None:
+    from hidet.drivers.templates import register
+
+    register(find_matmul_template)
+
+
+_register()
+
+__all__ = ['MmaMatmulTemplate', 'MmaConfig', 'GemmSpec', 'NotGemm', 'match_gemm', 'explain', 'find_matmul_template']

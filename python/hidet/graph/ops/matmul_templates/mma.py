@@ -1,0 +1,433 @@
+"""The tensor-core GEMM template (sm_80+), in Hidet Script: fp16/bf16 operands, fp32 accumulation.
+
+A block computes a BM x BN tile of C (its warps WM x WN tiles each) over its share of K:
+
+- global → shared: a ``stages``-deep cp.async pipeline (direct operands: 16-byte copies, zero-filled past
+  the edges); a computed operand (a prologue such as a cast) is evaluated per element instead and stored
+  by the threads. Shared rows are padded by 16 bytes, so ldmatrix reads 8 rows from 8 bank groups.
+- shared → registers: ldmatrix (``.trans`` where the operand's contiguous dimension is m or n);
+  ``mma.sync.m16n8k16`` with fp32 accumulators.
+- split-k (``split_k > 1``): the blocks of a tile write fp32 partial tiles to a workspace; the last to finish
+  (a counter per tile) sums them in split order (deterministic), resets the counter and runs the epilogue.
+- epilogue: the accumulators go through shared memory (fp32, padded) so that each thread then computes
+  consecutive outputs of a row: the epilogue expression (bias, activation, residual, cast) per element, and
+  one 8-byte store per thread when the output row is contiguous.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Dict
+
+from hidet.ir.dtypes import int64
+from hidet.ir.expr import BufferLoad, Expr, TensorElement, Var, cast, convert
+from hidet.ir.functors import rewrite
+from hidet.ir.type import TensorType
+
+from .spec import GemmSpec, flat_index
+
+PAD = 8          # halves of padding per shared row (16 bytes)
+STAGE_PAD = 8    # floats of padding per row of the epilogue's staging tile
+GROUP_M = 8      # tiles of M visited together (L2 reuse of B)
+MAX_SMEM = 227 * 1024
+MAX_WORKSPACE_BYTES = 256 << 20
+
+
+@dataclass(frozen=True)
+class MmaConfig:
+    bm: int
+    bn: int
+    bk: int
+    wm: int
+    wn: int
+    stages: int
+    split_k: int = 1
+
+    @property
+    def warps(self) -> int:
+        return (self.bm // self.wm) * (self.bn // self.wn)
+
+    @property
+    def threads(self) -> int:
+        return self.warps * 32
+
+    def name(self) -> str:
+        s = f'_s{self.split_k}' if self.split_k > 1 else ''
+        return f'{self.bm}x{self.bn}x{self.bk}_w{self.wm}x{self.wn}_p{self.stages}{s}'
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def smem_bytes(spec: GemmSpec, cfg: MmaConfig) -> int:
+    a = cfg.bm * (cfg.bk + PAD) if spec.a.k_major else cfg.bk * (cfg.bm + PAD)
+    b = cfg.bn * (cfg.bk + PAD) if spec.b.k_major else cfg.bk * (cfg.bn + PAD)
+    pipeline = cfg.stages * (a + b) * 2
+    staging = cfg.bm * (cfg.bn + STAGE_PAD) * 4
+    return max(pipeline, staging)
+
+
+def tiles(spec: GemmSpec, cfg: MmaConfig) -> int:
+    return -(-spec.m // cfg.bm) * -(-spec.n // cfg.bn) * spec.batch
+
+
+def workspace_floats(spec: GemmSpec, cfg: MmaConfig) -> int:
+    return tiles(spec, cfg) * cfg.split_k * cfg.bm * cfg.bn if cfg.split_k > 1 else 0
+
+
+def check_config(spec: GemmSpec, cfg: MmaConfig) -> str:
+    """'' when ``cfg`` can run ``spec``, else why not."""
+    c = cfg
+    if c.bm % c.wm or c.bn % c.wn or c.wm % 16 or c.wn % 16 or c.bk % 16:
+        return 'tiles must be multiples of the warp tiles (m16, n16, k16)'
+    if not 1 <= c.warps <= 8:
+        return 'a block has 1 to 8 warps'
+    if c.stages < 2:
+        return 'at least 2 stages'
+    for rows, cols in ((c.bm, c.bk), (c.bn, c.bk)):
+        if (rows * cols // 8) % c.threads:
+            return 'each thread copies whole 16-byte chunks of every tile'
+    v = vector_width(spec)
+    if (c.bm * c.bn // v) % c.threads:
+        return 'each thread stores whole vectors of the output tile'
+    if smem_bytes(spec, c) > MAX_SMEM:
+        return 'too much shared memory'
+    if c.split_k > 1 and workspace_floats(spec, c) * 4 > MAX_WORKSPACE_BYTES:
+        return 'the split-k workspace is too large'
+    if c.split_k > 1:
+        k_tiles = -(-spec.k // c.bk)
+        per_split = -(-k_tiles // c.split_k)
+        if per_split * (c.split_k - 1) >= k_tiles:
+            return 'some k splits would get no k tiles'
+    return ''
+
+
+def vector_width(spec: GemmSpec) -> int:
+    """Output elements per thread in the epilogue (8 bytes)."""
+    return 8 // spec.out_dtype.nbytes if spec.out_dtype.nbytes <= 8 else 1
+
+
+def vector_store(spec: GemmSpec) -> bool:
+    v = vector_width(spec)
+    return spec.out_n_contiguous and spec.n % v == 0 and v > 1
+
+
+def _prod(xs) -> int:
+    n = 1
+    for x in xs:
+        n *= x
+    return n
+
+
+class _Lowerer:
+    """Task expressions (TensorElements of the task's inputs) → script expressions (loads of the kernel's
+    parameters), with the GEMM's variables replaced by script values."""
+
+    def __init__(self, spec: GemmSpec, params: Dict[int, Var]):
+        self.spec, self.params = spec, params
+
+    def __call__(self, expr: Expr, values: Dict[Var, Expr]) -> Expr:
+        ids = {id(k): v for k, v in values.items()}
+
+        def fn(e: Expr):
+            if isinstance(e, Var) and id(e) in ids:
+                return ids[id(e)]
+            if isinstance(e, TensorElement):
+                return BufferLoad(self.params[id(e.tensor)], flat_index(e.indices, e.tensor.shape), e.tensor.dtype)
+            return None
+
+        return rewrite(expr, fn)
+
+
+def kernel_name(spec: GemmSpec, cfg: MmaConfig) -> str:
+    return f'mma_{spec.task.name[:40]}_{cfg.name()}'
+
+
+def build_script_module(spec: GemmSpec, cfg: MmaConfig):
+    """The Hidet Script module of the kernel. Its parameters: the task's inputs, the output, then (split-k)
+    the workspace and the tile counters."""
+    import hidet
+    from hidet.lang import attr, cast as lcast, f32, i32, i64, register_tensor, view
+    from hidet.lang.cuda import (atomic_add, blockIdx, cp_async, cp_async_commit_group, cp_async_wait_all,
+                                 cp_async_wait_group, dynamic_shared_memory, ldmatrix, mma_sync, shared_tensor,
+                                 syncthreads, threadfence, threadIdx)
+
+    why = check_config(spec, cfg)
+    if why:
+        raise ValueError(f'matmul template config {cfg.name()} for {spec.shape_text()}: {why}')
+    task = spec.task
+    # parameters are flat: every index is computed here
+    ins = [Var(f'in{i}', t.dtype, type=TensorType(t.dtype, [_prod(t.shape)], 'pointer'))
+           for i, t in enumerate(task.inputs)]
+    out = Var('out', spec.out_dtype, type=TensorType(spec.out_dtype, [_prod(task.outputs[0].shape)], 'pointer'))
+    params = {id(t): v for t, v in zip(task.inputs, ins)}
+    lower = _Lowerer(spec, params)
+
+    dt = spec.mma_dtype
+    M, N, K = spec.m, spec.n, spec.k
+    BM, BN, BK, WM, WN, S, SPLIT = cfg.bm, cfg.bn, cfg.bk, cfg.wm, cfg.wn, cfg.stages, cfg.split_k
+    THREADS = cfg.threads
+    WARPS_N = BN // WN
+    MT, NT = WM // 16, WN // 8
+    TM, TN = -(-M // BM), -(-N // BN)
+    BATCH = spec.batch
+    A_KM, B_KM = spec.a.k_major, spec.b.k_major
+    A_DIRECT, B_DIRECT = spec.a.vector_ok, spec.b.vector_ok
+    A_SHAPE = [S, BM, BK + PAD] if A_KM else [S, BK, BM + PAD]
+    B_SHAPE = [S, BN, BK + PAD] if B_KM else [S, BK, BN + PAD]
+    A_BYTES = _prod(A_SHAPE) * 2
+    SMEM = smem_bytes(spec, cfg)
+    # 16-byte chunks of a stage tile, in its shared layout: rows x (cols / 8)
+    A_CPR = (BK if A_KM else BM) // 8
+    B_CPR = (BK if B_KM else BN) // 8
+    A_ITERS = list(range(BM * BK // 8 // THREADS))
+    B_ITERS = list(range(BN * BK // 8 // THREADS))
+    KC = -(-(-(-K // BK)) // SPLIT) * BK  # k per split, a multiple of BK
+    KSTEPS = list(range(BK // 16))
+    MTS, NTS, NT2S = list(range(MT)), list(range(NT)), list(range(NT // 2))
+    EIGHT, FOUR = list(range(8)), list(range(4))
+    V = vector_width(spec)
+    VEC = vector_store(spec)
+    VS = list(range(V))
+    VPR = BN // V
+    E_ITERS = BM * BN // V // THREADS
+    ACC_N = MT * NT * 4
+    ACCS = [(mi, ni, e) for mi in MTS for ni in NTS for e in FOUR]
+    batch_strides = [_prod(spec.batch_shape[d + 1:]) for d in range(len(spec.batch_shape))]
+
+    def batch_values(bz):
+        return {v: (bz / st) % ext if st * ext < BATCH else bz / st
+                for v, st, ext in zip(spec.batch_vars, batch_strides, spec.batch_shape)}
+
+    def direct_base(op, bz):
+        """int64 offset of the operand's element (batch bz, 0, 0)."""
+        pos, index = op.direct
+        total: Expr = convert(index.offset, int64)
+        for v, val in batch_values(bz).items():
+            c = index.coeff(v)
+            if c:
+                total = total + cast(val, int64) * c
+        return total
+
+    def strides(op, mn_var):
+        pos, index = op.direct
+        return index.coeff(mn_var), index.coeff(spec.k_var)
+
+    A_PTR = ins[spec.a.direct[0]] if A_DIRECT else None
+    B_PTR = ins[spec.b.direct[0]] if B_DIRECT else None
+    A_SMN, A_SK = strides(spec.a, spec.m_var) if A_DIRECT else (0, 0)
+    B_SMN, B_SK = strides(spec.b, spec.n_var) if B_DIRECT else (0, 0)
+
+    def a_value(bz, gm, gk):
+        vals = batch_values(bz)
+        vals.update({spec.m_var: gm, spec.k_var: gk})
+        return lower(spec.a.value, vals)
+
+    def b_value(bz, gn, gk):
+        vals = batch_values(bz)
+        vals.update({spec.n_var: gn, spec.k_var: gk})
+        return lower(spec.b.value, vals)
+
+    def epilogue(bz, gm, gn, accv):
+        vals = batch_values(bz)
+        vals.update({spec.m_var: gm, spec.n_var: gn, spec.acc: accv})
+        return lower(spec.epilogue, vals)
+
+    def out_index(bz, gm, gn):
+        vals = batch_values(bz)
+        vals.update({spec.m_var: gm, spec.n_var: gn})
+        return lower(spec.out_index, vals)
+
+    name = kernel_name(spec, cfg)
+
+    with hidet.script_module() as module:
+        @hidet.script
+        def mma_gemm(ws: ~f32, locks: ~i32):
+            attr.func_name = name
+            attr.cuda_grid_dim = TM * TN, SPLIT, BATCH
+            attr.cuda_block_dim = THREADS
+            attr.cuda_dynamic_smem_bytes = SMEM
+            sa = view(dynamic_shared_memory(0, dt), dt[A_SHAPE])
+            sb = view(dynamic_shared_memory(A_BYTES, dt), dt[B_SHAPE])
+            flag = shared_tensor(i32, [1])
+            tid = threadIdx.x
+            lane = tid % 32
+            warp = tid / 32
+            wm0 = (warp / WARPS_N) * WM
+            wn0 = (warp % WARPS_N) * WN
+            # tile of this block: groups of GROUP_M tile rows, column by column (L2 reuse)
+            pid = blockIdx.x
+            group = pid / (GROUP_M * TN)
+            first_m = group * GROUP_M
+            gsize = min(TM - first_m, GROUP_M)
+            pm = first_m + (pid % (GROUP_M * TN)) % gsize
+            pn = (pid % (GROUP_M * TN)) / gsize
+            m0 = pm * BM
+            n0 = pn * BN
+            split = blockIdx.y
+            bz = blockIdx.z
+            k_begin = split * KC
+            k_end = min(K, k_begin + KC)
+            k_tiles = (k_end - k_begin + BK - 1) / BK
+            a_base: i64 = 0
+            b_base: i64 = 0
+            if A_DIRECT:
+                a_base = direct_base(spec.a, bz)
+            if B_DIRECT:
+                b_base = direct_base(spec.b, bz)
+
+            acc = register_tensor(f32, [MT, NT, 4])
+            af = register_tensor(dt, [2, MT, 8])  # fragments of two k-steps: load the next, multiply this one
+            bf = register_tensor(dt, [2, NT, 4])
+            for mi, ni, e in ACCS:
+                acc[mi, ni, e] = 0.0
+
+            # iterations kt < 0 fill the pipeline; at kt = -1 the first tile's first fragments are loaded
+            for kt in range(1 - S, k_tiles):
+                nxt = kt + S - 1
+                if nxt < k_tiles:
+                    st = nxt % S
+                    k0 = k_begin + nxt * BK
+                    # ---- A tile
+                    for it in A_ITERS:
+                        c = tid + it * THREADS
+                        r = c / A_CPR
+                        c8 = (c % A_CPR) * 8
+                        gm = m0 + (r if A_KM else c8)
+                        gk = k0 + (c8 if A_KM else r)
+                        ok = gm < M and gk < k_end
+                        if A_DIRECT:
+                            off = a_base + i64(gm) * A_SMN + i64(gk) * A_SK
+                            cp_async(~sa[st, r, c8], A_PTR + (off if ok else i64(0)), 16, 16 if ok else 0)
+                        else:
+                            for e in EIGHT:
+                                v: f32 = 0.0
+                                if A_KM:
+                                    if gm < M and gk + e < k_end:
+                                        v = a_value(bz, gm, gk + e)
+                                else:
+                                    if gk < k_end and gm + e < M:
+                                        v = a_value(bz, gm + e, gk)
+                                sa[st, r, c8 + e] = v
+                    # ---- B tile
+                    for it in B_ITERS:
+                        c = tid + it * THREADS
+                        r = c / B_CPR
+                        c8 = (c % B_CPR) * 8
+                        gn = n0 + (r if B_KM else c8)
+                        gk = k0 + (c8 if B_KM else r)
+                        ok = gn < N and gk < k_end
+                        if B_DIRECT:
+                            off = b_base + i64(gn) * B_SMN + i64(gk) * B_SK
+                            cp_async(~sb[st, r, c8], B_PTR + (off if ok else i64(0)), 16, 16 if ok else 0)
+                        else:
+                            for e in EIGHT:
+                                v: f32 = 0.0
+                                if B_KM:
+                                    if gn < N and gk + e < k_end:
+                                        v = b_value(bz, gn, gk + e)
+                                else:
+                                    if gk < k_end and gn + e < N:
+                                        v = b_value(bz, gn + e, gk)
+                                sb[st, r, c8 + e] = v
+                cp_async_commit_group()
+                if kt == -1:
+                    cp_async_wait_group(S - 2)
+                    syncthreads()
+                    for mi in MTS:
+                        if A_KM:
+                            ldmatrix(~af[0, mi, 0], ~sa[0, wm0 + mi * 16 + lane % 16, lane / 16 * 8], 4)
+                        else:
+                            ldmatrix(~af[0, mi, 0], ~sa[0, lane % 8 + lane / 16 * 8, wm0 + mi * 16 + lane / 8 % 2 * 8],
+                                     4, True)
+                    for nj in NT2S:
+                        if B_KM:
+                            ldmatrix(~bf[0, 2 * nj, 0], ~sb[0, wn0 + nj * 16 + lane / 16 * 8 + lane % 8,
+                                                            lane / 8 % 2 * 8], 4)
+                        else:
+                            ldmatrix(~bf[0, 2 * nj, 0], ~sb[0, lane % 16, wn0 + nj * 16 + lane / 16 * 8], 4, True)
+                if kt >= 0:
+                    for ks in KSTEPS:
+                        # the fragments of the next k-step: of this tile, or (last step) of the next tile, once
+                        # it has landed and every warp is done with the stage the next copies overwrite
+                        if ks == len(KSTEPS) - 1:
+                            cp_async_wait_group(S - 2)
+                            syncthreads()
+                        ls = (kt + 1) % S if ks == len(KSTEPS) - 1 else kt % S
+                        lk = 0 if ks == len(KSTEPS) - 1 else (ks + 1) * 16
+                        nb = (ks + 1) % 2
+                        for mi in MTS:
+                            if A_KM:
+                                ldmatrix(~af[nb, mi, 0], ~sa[ls, wm0 + mi * 16 + lane % 16, lk + lane / 16 * 8], 4)
+                            else:
+                                ldmatrix(~af[nb, mi, 0], ~sa[ls, lk + lane % 8 + lane / 16 * 8,
+                                                             wm0 + mi * 16 + lane / 8 % 2 * 8], 4, True)
+                        for nj in NT2S:
+                            if B_KM:
+                                ldmatrix(~bf[nb, 2 * nj, 0], ~sb[ls, wn0 + nj * 16 + lane / 16 * 8 + lane % 8,
+                                                                 lk + lane / 8 % 2 * 8], 4)
+                            else:
+                                ldmatrix(~bf[nb, 2 * nj, 0], ~sb[ls, lk + lane % 16, wn0 + nj * 16 + lane / 16 * 8],
+                                         4, True)
+                        for mi in MTS:
+                            for ni in NTS:
+                                mma_sync(~af[ks % 2, mi, 0], ~bf[ks % 2, ni, 0], ~acc[mi, ni, 0])
+            cp_async_wait_all()
+
+            if SPLIT > 1:
+                # partial tiles → workspace; the last block of the tile sums them in split order
+                tile = (bz * TM + pm) * TN + pn
+                for mi, ni, e in ACCS:
+                    ws[(i64(tile * SPLIT + split) * ACC_N + (mi * NT + ni) * 4 + e) * THREADS + tid] = acc[mi, ni, e]
+                threadfence()
+                syncthreads()
+                if tid == 0:
+                    flag[0] = atomic_add(~locks[tile], 1)
+                syncthreads()
+                if flag[0] != SPLIT - 1:
+                    return
+                threadfence()
+                for mi, ni, e in ACCS:
+                    total: f32 = 0.0
+                    for s in range(SPLIT):
+                        total += ws[(i64(tile * SPLIT + s) * ACC_N + (mi * NT + ni) * 4 + e) * THREADS + tid]
+                    acc[mi, ni, e] = total
+                if tid == 0:
+                    locks[tile] = 0
+
+            # ---- epilogue: accumulators → shared (fp32) → outputs
+            syncthreads()
+            cst = view(dynamic_shared_memory(0, f32), f32[BM, BN + STAGE_PAD])
+            g = lane / 4
+            t4 = lane % 4
+            for mi in MTS:
+                for ni in NTS:
+                    r = wm0 + mi * 16 + g
+                    c = wn0 + ni * 8 + t4 * 2
+                    cst[r, c] = acc[mi, ni, 0]
+                    cst[r, c + 1] = acc[mi, ni, 1]
+                    cst[r + 8, c] = acc[mi, ni, 2]
+                    cst[r + 8, c + 1] = acc[mi, ni, 3]
+            syncthreads()
+            for it in range(E_ITERS):
+                idx = tid + it * THREADS
+                r = idx / VPR
+                c = idx % VPR * V
+                gm = m0 + r
+                gn = n0 + c
+                if gm < M:
+                    if VEC:
+                        if gn < N:
+                            ov = register_tensor(spec.out_dtype, [V])
+                            for e in VS:
+                                ov[e] = epilogue(bz, gm, gn + e, cst[r, c + e])
+                            dst = lcast(~out[0], ~i64)
+                            src = lcast(~ov[0], ~i64)
+                            dst[out_index(bz, gm, gn) / V] = src[0]
+                    else:
+                        for e in VS:
+                            if gn + e < N:
+                                out[out_index(bz, gm, gn + e)] = epilogue(bz, gm, gn + e, cst[r, c + e])
+
+    kernel = module.functions[-1]
+    kernel.params[:0] = ins + [out]
+    return module

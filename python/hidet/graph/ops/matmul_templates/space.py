@@ -1,0 +1,128 @@
+"""Search spaces of the tensor-core matmul template: level 0 is one default per shape class, level 1 a
+handful of tile shapes around it, level 2 the tile shapes x k-tile x pipeline depth x split-k."""
+from __future__ import annotations
+
+from typing import List, Tuple
+
+from .mma import MmaConfig, check_config, tiles
+from .spec import GemmSpec
+
+LEVEL1_MAX, LEVEL2_MAX = 8, 40
+DEFAULT_SMS = 132  # an H100 SXM; the GPU's own count when one is visible
+
+# (BM, BN, WM, WN): block tile and warp tile
+LARGE_SHAPES = [(128, 256, 64, 64), (256, 128, 64, 64), (128, 128, 64, 64), (128, 128, 64, 32), (128, 64, 64, 32),
+                (64, 128, 32, 64), (64, 64, 32, 32)]
+SMALL_SHAPES = [(16, 64, 16, 16), (16, 128, 16, 32), (16, 256, 16, 64), (32, 64, 32, 16), (32, 128, 32, 32),
+                (64, 128, 32, 32)]
+
+
+def sm_count() -> int:
+    try:
+        import torch
+
+        if torch.cuda.is_available():
+            return torch.cuda.get_device_properties(torch.cuda.current_device()).multi_processor_count
+    except Exception:  # noqa: BLE001 - no torch, no GPU: the reference GPU
+        pass
+    return DEFAULT_SMS
+
+
+def _pow2_ceil(x: int) -> int:
+    p = 1
+    while p < x:
+        p *= 2
+    return p
+
+
+def _fits(spec: GemmSpec, bm: int, bn: int) -> bool:
+    """Tiles no larger than the problem needs (rounded up to a power of two)."""
+    return bm <= max(16, _pow2_ceil(spec.m)) and bn <= max(16, _pow2_ceil(spec.n))
+
+
+def _k_tiles(spec: GemmSpec, bk: int) -> int:
+    return -(-spec.k // bk)
+
+
+def default_split(spec: GemmSpec, bm: int, bn: int, bk: int, sms: int) -> int:
+    """Split K when the tiles fill less than one wave: aim at one block per SM (two for the small tiles of
+    GEMV-like shapes), keeping at least four k-tiles per split."""
+    t = -(-spec.m // bm) * -(-spec.n // bn) * spec.batch
+    target = 2 * sms if bm <= 32 else sms
+    split = 1
+    while t * split * 2 <= target and _k_tiles(spec, bk) // (split * 2) >= 4 and split < 16:
+        split *= 2
+    return split
+
+
+def _valid(spec: GemmSpec, cfgs) -> List[MmaConfig]:
+    seen, out = set(), []
+    for c in cfgs:
+        if c not in seen and not check_config(spec, c):
+            seen.add(c)
+            out.append(c)
+    return out
+
+
+def _shape_class(spec: GemmSpec, sms: int) -> Tuple[int, int, int, int]:
+    m, n = spec.m, spec.n
+    if m <= 16:
+        return 16, 64, 16, 16
+    if m <= 32:
+        return (32, 128, 32, 32) if n >= 128 else (32, 64, 32, 16)
+    if m <= 64 or n <= 64:
+        return (64, 128, 32, 32) if n >= 128 else (64, 64, 32, 32)
+    if _tiles(spec, 256, 128) >= 2 * sms:  # large: the biggest tiles (least traffic per FLOP), 8 warps
+        return 256, 128, 64, 64
+    if _tiles(spec, 128, 128) < sms:  # too few tiles for one wave: 8 warps per block, split K
+        return 128, 128, 64, 32
+    return 128, 128, 64, 64
+
+
+def _tiles(spec: GemmSpec, bm: int, bn: int) -> int:
+    return -(-spec.m // bm) * -(-spec.n // bn) * spec.batch
+
+
+def default_config(spec: GemmSpec, sms: int = None) -> MmaConfig:
+    """Level 0: a good config for the shape class of ``spec``."""
+    sms = sms or sm_count()
+    bm, bn, wm, wn = _shape_class(spec, sms)
+    split = default_split(spec, bm, bn, 64, sms)
+    bk = 64 if bm <= 32 or split > 1 or bm * bn >= 256 * 128 else 32
+    stages = 4 if bk == 32 or bm <= 32 else 3
+    split = default_split(spec, bm, bn, bk, sms)
+    cands = _valid(spec, [MmaConfig(bm, bn, bk, wm, wn, stages, split), MmaConfig(bm, bn, bk, wm, wn, stages, 1),
+                          MmaConfig(64, 64, 32, 32, 32, 3, 1), MmaConfig(16, 64, 64, 16, 16, 3, 1)])
+    if not cands:
+        raise ValueError(f'no matmul template config fits {spec.shape_text()}')
+    return cands[0]
+
+
+def space(spec: GemmSpec, level: int, sms: int = None) -> List[MmaConfig]:
+    """The candidates of ``level`` (0: the default alone), default first."""
+    sms = sms or sm_count()
+    first = default_config(spec, sms)
+    if level == 0:
+        return [first]
+    shapes = [s for s in (SMALL_SHAPES if spec.m <= 64 else LARGE_SHAPES) + (LARGE_SHAPES if spec.m <= 64 else [])
+              if _fits(spec, s[0], s[1])]
+    cfgs = [first]
+    for bm, bn, wm, wn in shapes:  # level 1: each tile shape with its usual k-tile and depth
+        bk = 64 if bm <= 32 else 32
+        stages = 3 if bm * bn >= 128 * 256 else 4
+        cfgs.append(MmaConfig(bm, bn, bk, wm, wn, stages, default_split(spec, bm, bn, bk, sms)))
+    cfgs = _valid(spec, cfgs)[:LEVEL1_MAX]
+    if level == 1:
+        return cfgs
+    for bm, bn, wm, wn in shapes:
+        for bk in (32, 64):
+            for stages in ((3, 4, 5) if bm * bn * bk <= 64 * 128 * 64 else (3, 4) if bm * bn * bk <= 128 * 128 * 64
+                           else (2, 3)):
+                split = default_split(spec, bm, bn, bk, sms)
+                for s in sorted({split, max(1, split // 2)}):
+                    cfgs.append(MmaConfig(bm, bn, bk, wm, wn, stages, s))
+    return _valid(spec, cfgs)[:LEVEL2_MAX]
+
+
+def describe_candidates(spec: GemmSpec, cfgs: List[MmaConfig]) -> str:
+    return ', '.join(f'{c.name()} ({tiles(spec, c) * c.split_k} blocks)' for c in cfgs)

@@ -1,0 +1,404 @@
+"""Splitting a task at its matmul: prologue(s) → anchor → epilogue, generically.
+
+A task is a GEMM when its output is computed from one *anchor* tensor ``C`` whose definition holds the
+only reduction of the task: a ``sum`` over one axis ``k`` of ``a * b``. After inlining the other computed
+tensors (the prologues: casts, transposes, elementwise ops before the matmul), ``a`` and ``b`` are
+expressions of the task's inputs; ``C``'s axes split into
+
+- the **m** axis (``a`` alone depends on it), the **n** axis (``b`` alone), at most one each;
+- **batch** axes (the rest; an operand that does not depend on one is broadcast along it).
+
+The **epilogue** is the output's expression with the reads of ``C`` replaced by the accumulator: it must
+read ``C`` at the output's own indices (an elementwise epilogue: bias, activation, residual add, cast;
+size-1 dimensions may be added or dropped), so each element of ``C`` gives one output element.
+
+An operand read straight from an input tensor of the MMA dtype at an affine index (``A[b, i, k]``,
+``W[j, k]`` through a transpose) is *direct*: the template copies it with cp.async. Any other elementwise
+prologue is evaluated per element by the template (*computed*). A prologue with a reduction, an epilogue
+that moves elements around, several outputs or float32 operands make ``match_gemm`` return None (the
+auto-scheduler runs the task instead); ``explain`` says why.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional, Sequence, Tuple
+
+from hidet.ir.compute import ReduceCompute, TensorNode
+from hidet.ir.dtypes import DataType, float32, int64
+from hidet.ir.expr import Binary, Cast, Constant, Expr, TensorElement, Unary, Var, cast
+from hidet.ir.functors import collect, rewrite, substitute
+from hidet.ir.task import Task
+
+MMA_DTYPES = ('float16', 'bfloat16')
+MAX_GRID_YZ = 65535
+
+
+class NotGemm(Exception):
+    """Why a task is not handled by the matmul templates."""
+
+
+@dataclass
+class Affine:
+    """``offset + sum(coeff[v] * v)`` over variables (by id)."""
+    coeffs: Dict[int, int]
+    offset: int
+
+    def coeff(self, v: Var) -> int:
+        return self.coeffs.get(id(v), 0)
+
+
+def affine(e: Expr, allowed: Sequence[Var]) -> Optional[Affine]:
+    """The affine form of an integer index expression over ``allowed`` variables, or None."""
+    ids = {id(v) for v in allowed}
+
+    def visit(x: Expr) -> Optional[Affine]:
+        if isinstance(x, Var):
+            return Affine({id(x): 1}, 0) if id(x) in ids else None
+        if isinstance(x, Constant):
+            return Affine({}, int(x.value)) if x.dtype.is_integer() or x.dtype.is_boolean() else None
+        if isinstance(x, Cast) and x.dtype.is_integer() and x.a.dtype.is_integer():
+            return visit(x.a)
+        if isinstance(x, Unary) and x.op == '-':
+            a = visit(x.a)
+            return None if a is None else Affine({k: -c for k, c in a.coeffs.items()}, -a.offset)
+        if isinstance(x, Binary) and x.op in ('+', '-'):
+            a, b = visit(x.a), visit(x.b)
+            if a is None or b is None:
+                return None
+            sign = 1 if x.op == '+' else -1
+            coeffs = dict(a.coeffs)
+            for k, c in b.coeffs.items():
+                coeffs[k] = coeffs.get(k, 0) + sign * c
+            return Affine({k: c for k, c in coeffs.items() if c != 0}, a.offset + sign * b.offset)
+        if isinstance(x, Binary) and x.op == '*':
+            a, b = visit(x.a), visit(x.b)
+            if a is None or b is None:
+                return None
+            if not a.coeffs:
+                a, b = b, a
+            if b.coeffs:
+                return None  # a product of variables
+            return Affine({k: c * b.offset for k, c in a.coeffs.items() if c * b.offset != 0}, a.offset * b.offset)
+        return None
+
+    return visit(e)
+
+
+def flat_index(indices: Sequence[Expr], shape: Sequence[int]) -> Expr:
+    index: Expr = Constant(0, int64)
+    for i, (idx, extent) in enumerate(zip(indices, shape)):
+        index = idx if i == 0 else index * extent + idx
+    return index
+
+
+def inline_except(expr: Expr, keep: TensorNode) -> Expr:
+    """Inline reads of computed tensors, except those of ``keep``."""
+
+    def fn(e: Expr):
+        if isinstance(e, TensorElement) and not e.tensor.is_input() and e.tensor is not keep:
+            d = e.tensor.definition
+            return inline_except(substitute(d.value, dict(zip(d.axes, e.indices))), keep)
+        return None
+
+    return rewrite(expr, fn)
+
+
+@dataclass
+class Operand:
+    """One GEMM operand as a function of (batch vars, mn var, k var)."""
+    name: str                 # 'a' or 'b'
+    value: Expr               # over the task's inputs (TensorElements of task.inputs)
+    direct: Optional[Tuple[int, Affine]] = None  # (task input index, affine flat index) when a plain read
+    k_major: bool = True      # shared-memory layout: k contiguous (else m/n contiguous)
+    vector_ok: bool = False   # direct and aligned for 16-byte cp.async along the contiguous dimension
+
+    @property
+    def mode(self) -> str:
+        return 'direct' if self.vector_ok else 'computed'
+
+
+@dataclass
+class GemmSpec:
+    task: Task
+    batch_shape: Tuple[int, ...]
+    m: int
+    n: int
+    k: int
+    batch_vars: Tuple[Var, ...]
+    m_var: Var
+    n_var: Var
+    k_var: Var
+    a: Operand
+    b: Operand
+    mma_dtype: DataType
+    acc: Var                  # the float32 accumulator in ``epilogue``
+    epilogue: Expr            # the output element, over (acc, batch vars, m, n) and the task's inputs
+    out_index: Expr           # the flat output index, over (batch vars, m, n)
+    out_dtype: DataType
+    out_n_contiguous: bool    # consecutive n are consecutive output elements (vectorized stores)
+    notes: List[str] = field(default_factory=list)
+
+    @property
+    def batch(self) -> int:
+        n = 1
+        for s in self.batch_shape:
+            n *= s
+        return n
+
+    def shape_text(self) -> str:
+        b = f'{self.batch}x' if self.batch > 1 else ''
+        return f'{b}{self.m}x{self.n}x{self.k}'
+
+
+def _anchor(task: Task) -> Tuple[TensorNode, ReduceCompute]:
+    if len(task.outputs) != 1:
+        raise NotGemm('the task has several outputs')
+    out = task.outputs[0]
+    reduces = collect(out, ReduceCompute)
+    if len(reduces) != 1:
+        raise NotGemm(f'the task has {len(reduces)} reductions, not one')
+    r = reduces[0]
+    anchors = [t for t in collect(out, TensorNode) if not t.is_input() and any(x is r for x in collect(
+        t.definition.value, ReduceCompute))]
+    # the innermost tensor whose definition holds the reduction
+    anchor = [t for t in anchors if not any(e.tensor in anchors and e.tensor is not t
+                                            for e in collect(t.definition.value, TensorElement))]
+    if len(anchor) != 1:
+        raise NotGemm('the reduction is not defined by one tensor')
+    return anchor[0], r
+
+
+def _strip_cast(e: Expr) -> Expr:
+    while isinstance(e, Cast) and e.a.dtype == e.dtype:
+        e = e.a
+    return e
+
+
+def _operand(name: str, value: Expr, task: Task, batch_vars, axes: Sequence[Tuple[Var, int]], mn_var: Var,
+             fold: Dict[Var, Expr], k_var: Var, mn: int, k: int, mma_dtype: DataType) -> Operand:
+    """``value`` reads the operand over the anchor's ``axes`` (its m or n axes, outer to inner, folded into
+    ``mn_var`` by ``fold``)."""
+    op = Operand(name, substitute(value, fold) if fold else value)
+    inner = _strip_cast(value)
+    if isinstance(inner, TensorElement) and inner.tensor.is_input() and inner.tensor.dtype == mma_dtype:
+        index = affine(flat_index(inner.indices, inner.tensor.shape), list(batch_vars) + [v for v, _ in axes] + [k_var])
+        index = _fold_affine(index, axes, mn_var) if index is not None else None
+        if index is not None:
+            pos = next(i for i, t in enumerate(task.inputs) if t is inner.tensor)
+            op.direct = (pos, index)
+            sk, smn = index.coeff(k_var), index.coeff(mn_var)
+            others = [index.coeff(v) for v in batch_vars] + [index.offset]
+            if sk == 1 and k % 8 == 0 and (smn % 8 == 0 or mn == 1):
+                op.k_major, op.vector_ok = True, all(s % 8 == 0 for s in others)
+            elif smn == 1 and mn % 8 == 0 and (sk % 8 == 0 or k == 1):
+                op.k_major, op.vector_ok = False, all(s % 8 == 0 for s in others)
+            else:
+                op.k_major = not (smn == 1 and sk != 1)
+            return op
+    # computed: lay it out along the dimension its largest read is contiguous in
+    reads = [e for e in collect(value, TensorElement) if e.tensor.is_input()]
+    if reads and axes:
+        main = max(reads, key=lambda e: (e.tensor.dtype.nbytes * _numel(e.tensor.shape)))
+        index = affine(flat_index(main.indices, main.tensor.shape), list(batch_vars) + [v for v, _ in axes] + [k_var])
+        if index is not None and index.coeff(axes[-1][0]) == 1 and index.coeff(k_var) != 1:
+            op.k_major = False
+    return op
+
+
+def _fold_affine(index: Affine, axes: Sequence[Tuple[Var, int]], mn_var: Var) -> Optional[Affine]:
+    """The affine index over the folded variable, when the axes' strides nest (outer = inner x extent)."""
+    if len(axes) <= 1:
+        if axes and axes[0][0] is not mn_var:
+            coeffs = dict(index.coeffs)
+            c = coeffs.pop(id(axes[0][0]), 0)
+            if c:
+                coeffs[id(mn_var)] = c
+            return Affine(coeffs, index.offset)
+        return index
+    coeffs = dict(index.coeffs)
+    stride = coeffs.pop(id(axes[-1][0]), 0)
+    expected = stride
+    for (v, _), (_, inner_extent) in zip(reversed(axes[:-1]), reversed(axes[1:])):
+        expected *= inner_extent
+        if coeffs.pop(id(v), 0) != expected:
+            return None
+    if stride:
+        coeffs[id(mn_var)] = stride
+    return Affine(coeffs, index.offset)
+
+
+def _numel(shape) -> int:
+    n = 1
+    for s in shape:
+        n *= s
+    return n
+
+
+def _group_of(idx: Expr, out_axes, out_shape, extent: int) -> Optional[List[Tuple[int, int]]]:
+    """The output axes one index of the anchor reads, as [(output axis, coefficient)] outer to inner, when
+    the index is a mixed-radix number of them (``o0 * 8 + o1`` with o1 < 8: a reshape), else None."""
+    form = affine(idx, out_axes)
+    if form is None or form.offset != 0:
+        return None
+    pos = {id(a): i for i, a in enumerate(out_axes)}
+    group = sorted(((pos[v], c) for v, c in form.coeffs.items() if out_shape[pos[v]] != 1), key=lambda t: -t[1])
+    expected = 1
+    for o, c in reversed(group):
+        if c != expected:
+            return None
+        expected *= out_shape[o]
+    if expected != extent:
+        return None
+    return group
+
+
+def _epilogue(task: Task, anchor: TensorNode, r: ReduceCompute, acc: Var, c_vars: Sequence[Var]):
+    """(value over acc and c_vars, flat output index over c_vars, per anchor dim the output axes it becomes)."""
+    out = task.outputs[0]
+    d = anchor.definition
+    anchor_value = rewrite(d.value, lambda e: cast(acc, r.dtype) if e is r else None)  # rounded as the
+    # auto-scheduler does: the matmul's own output dtype first, then the epilogue
+    anchor_value = substitute(anchor_value, dict(zip(d.axes, c_vars)))  # anchor's own axes → the GEMM's
+    if collect(anchor_value, ReduceCompute) or any(not e.tensor.is_input()
+                                                     for e in collect(anchor_value, TensorElement)):
+        raise NotGemm('the anchor reads computed tensors around its reduction')
+    if out is anchor:
+        return anchor_value, flat_index(c_vars, anchor.shape), [[(i, 1)] for i in range(len(c_vars))]
+    value = inline_except(out.definition.value, anchor)
+    reads = [e for e in collect(value, TensorElement) if e.tensor is anchor]
+    if not reads:
+        raise NotGemm('the output does not read the matmul')
+    out_axes = out.definition.axes
+    groups: Optional[List[List[Tuple[int, int]]]] = None  # anchor dim → [(output axis, coefficient)]
+    for e in reads:
+        g = []
+        for dim, idx in enumerate(e.indices):
+            grp = _group_of(idx, out_axes, out.shape, anchor.shape[dim])
+            if grp is None:
+                raise NotGemm('the epilogue reads the matmul at moved indices (not elementwise or a reshape)')
+            g.append(grp)
+        if groups is not None and g != groups:
+            raise NotGemm('the epilogue reads the matmul at several indices')
+        groups = g
+    used = [o for grp in groups for o, _ in grp]
+    if len(set(used)) != len(used):
+        raise NotGemm('the epilogue reads the matmul along one axis twice')
+    if any(out.shape[o] != 1 for o in range(len(out_axes)) if o not in used):
+        raise NotGemm('the epilogue broadcasts the matmul')
+    out_vals: List[Expr] = [Constant(0, int64)] * len(out_axes)
+    for dim, grp in enumerate(groups):
+        for j, (o, c) in enumerate(grp):
+            v: Expr = c_vars[dim]
+            if c != 1:
+                v = v / c
+            if j > 0:
+                v = v % out.shape[o]
+            out_vals[o] = v
+    value = rewrite(value, lambda e: anchor_value if isinstance(e, TensorElement) and e.tensor is anchor else None)
+    value = substitute(value, dict(zip(out_axes, out_vals)))
+    if collect(value, ReduceCompute):
+        raise NotGemm('the epilogue has a reduction')
+    return value, flat_index(out_vals, out.shape), groups
+
+
+def _strip_int_cast(e: Expr) -> Expr:
+    while isinstance(e, Cast) and e.dtype.is_integer() and e.a.dtype.is_integer():
+        e = e.a
+    return e
+
+
+def match_gemm(task: Task) -> GemmSpec:
+    """The GEMM view of ``task``; raises NotGemm saying why there is none."""
+    anchor, r = _anchor(task)
+    if r.kind != 'sum':
+        raise NotGemm(f'the reduction is a {r.kind}, not a sum')
+    if r.acc_dtype != float32:
+        raise NotGemm(f'the reduction accumulates in {r.acc_dtype}, not float32')
+    if any(s == 0 for s in r.shape):
+        raise NotGemm('the reduction is empty')
+    big = [i for i, s in enumerate(r.shape) if s > 1]
+    if len(big) > 1:
+        raise NotGemm('the reduction runs over several axes')
+    k = r.shape[big[0]] if big else 1
+    k_var = Var('k', int64)
+    rvals = {ax: (k_var if i in big or (not big and i == 0) else Constant(0, int64)) for i, ax in enumerate(r.axes)}
+    value = _strip_cast(r.value)
+    if not (isinstance(value, Binary) and value.op == '*'):
+        raise NotGemm('the reduced value is not a product')
+    d = anchor.definition
+    c_vars = [Var(f'c{i}', int64) for i in range(len(d.axes))]
+    axes_map = dict(zip(d.axes, c_vars))
+    axes_map.update(rvals)
+    fa = _inline_inputs(substitute(value.a, axes_map))
+    fb = _inline_inputs(substitute(value.b, axes_map))
+    for f in (fa, fb):
+        if collect(f, ReduceCompute):
+            raise NotGemm('a prologue has a reduction')
+    if fa.dtype != fb.dtype or fa.dtype.name not in MMA_DTYPES:
+        raise NotGemm(f'the operands are {fa.dtype} and {fb.dtype}; the tensor-core templates take float16 or '
+                      'bfloat16')
+
+    def deps(f: Expr, v: Var) -> bool:
+        return any(x is v for x in collect(f, Var))
+
+    shape = anchor.shape
+    m_axes = [i for i, v in enumerate(c_vars) if deps(fa, v) and not deps(fb, v) and shape[i] != 1]
+    n_axes = [i for i, v in enumerate(c_vars) if deps(fb, v) and not deps(fa, v) and shape[i] != 1]
+    batch_axes = [i for i in range(len(c_vars)) if i not in m_axes + n_axes and shape[i] != 1]
+    fixed = {v: Constant(0, int64) for i, v in enumerate(c_vars) if shape[i] == 1}
+    fa, fb = substitute(fa, fixed), substitute(fb, fixed)
+
+    def fold(axes: List[int], name: str):
+        """Several m (or n) axes — a batch only one operand has — become one dimension."""
+        if len(axes) == 1:
+            return c_vars[axes[0]], shape[axes[0]], {}
+        var = Var(name, int64)
+        mapping, inner = {}, 1
+        for i in reversed(axes):
+            e: Expr = var if inner == 1 else var / inner
+            mapping[c_vars[i]] = e if i == axes[0] else e % shape[i]
+            inner *= shape[i]
+        return var, inner, mapping
+
+    m_var, m, m_fold = fold(m_axes, 'm')
+    n_var, n, n_fold = fold(n_axes, 'n')
+    batch_vars = tuple(c_vars[i] for i in batch_axes)
+    batch_shape = tuple(shape[i] for i in batch_axes)
+    if _numel(batch_shape) > MAX_GRID_YZ:
+        raise NotGemm('the batch is too large for the grid')
+    mma_dtype = fa.dtype
+    a = _operand('a', fa, task, batch_vars, [(c_vars[i], shape[i]) for i in m_axes], m_var, m_fold, k_var, m, k,
+                 mma_dtype)
+    b = _operand('b', fb, task, batch_vars, [(c_vars[i], shape[i]) for i in n_axes], n_var, n_fold, k_var, n, k,
+                 mma_dtype)
+    acc = Var('acc', float32)
+    epilogue, out_index, groups = _epilogue(task, anchor, r, acc, c_vars)
+    folds = dict(fixed)
+    folds.update(m_fold)
+    folds.update(n_fold)
+    epilogue, out_index = substitute(epilogue, folds), substitute(out_index, folds)
+    out = task.outputs[0]
+    # vectorized stores: the n axes are the output's trailing axes, in order
+    trailing = [o for o in range(len(out.shape)) if out.shape[o] != 1]
+    n_out = [o for i in n_axes for o, _ in groups[i]]
+    out_n_contiguous = bool(n_out) and n_out == trailing[len(trailing) - len(n_out):] and n_out == sorted(n_out)
+    for e in collect(epilogue, TensorElement):
+        if not e.tensor.is_input():
+            raise NotGemm('the epilogue reads a computed tensor')
+    return GemmSpec(task, batch_shape, m, n, k, batch_vars, m_var, n_var, k_var, a, b, mma_dtype, acc, epilogue,
+                    out_index, out.dtype, out_n_contiguous)
+
+
+def _inline_inputs(e: Expr) -> Expr:
+    from hidet.ir.functors import inline_computes
+
+    return inline_computes(e)
+
+
+def explain(task: Task) -> str:
+    """'gemm …' or why ``task`` is not one."""
+    try:
+        spec = match_gemm(task)
+    except NotGemm as e:
+        return str(e)
+    return f'gemm {spec.shape_text()} a:{spec.a.mode} b:{spec.b.mode}'

@@ -1,0 +1,91 @@
+"""Kernel-level timing of hidet's matmul kernels against torch.matmul (cuBLAS), on the GPU.
+
+Each side runs ``--calls`` launches captured in one CUDA graph, replayed ``--repeat`` times (median): the
+time is the GPU's alone, with no host overhead (which ``hidet bench`` includes). Also prints the config
+each search level chose and the tuning time.
+
+    python scripts/bench_matmul.py 4096x4096x4096 1x4096x4096 128x4096x4096 --space 0 2 --dtype f16
+"""
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+
+
+def graph_time(fn, calls: int, repeat: int) -> float:
+    """Median ms of one ``fn()`` call, from CUDA-graph replays of ``calls`` calls."""
+    import torch
+
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):
+        for _ in range(3):
+            fn()
+    torch.cuda.current_stream().wait_stream(stream)
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        for _ in range(calls):
+            fn()
+    graph.replay()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(repeat):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        graph.replay()
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end) / calls)
+    return statistics.median(times)
+
+
+def main() -> None:
+    import torch
+
+    import hidet
+    from hidet.drivers.build_task import build_task
+    from hidet.drivers.templates import find
+
+    parser = argparse.ArgumentParser()
+    parser.add_argument('shapes', nargs='+', help='MxNxK')
+    parser.add_argument('--space', type=int, nargs='+', default=[0])
+    parser.add_argument('--dtype', default='f16', choices=['f16', 'bf16'])
+    parser.add_argument('--calls', type=int, default=20)
+    parser.add_argument('--repeat', type=int, default=10)
+    args = parser.parse_args()
+    dtype = {'f16': 'float16', 'bf16': 'bfloat16'}[args.dtype]
+    rows = []
+    for shape in args.shapes:
+        m, n, k = (int(x) for x in shape.split('x'))
+        a = torch.randn(m, k, device='cuda').to(getattr(torch, dtype))
+        b = (torch.randn(k, n, device='cuda') / k ** 0.5).to(getattr(torch, dtype))
+        c = torch.empty(m, n, device='cuda', dtype=a.dtype)
+        flops = 2.0 * m * n * k
+        t_torch = graph_time(lambda: torch.matmul(a, b, out=c), args.calls, args.repeat)
+        rows.append([shape, 'torch', f'{t_torch * 1e3:.1f}', f'{flops / t_torch / 1e9:.0f}', '1.00', '', ''])
+        task = hidet.ops.matmul(hidet.symbol([m, k], dtype, 'cuda'), hidet.symbol([k, n], dtype, 'cuda')).trace[0].task
+        template = find(task, 'cuda')
+        for space in args.space:
+            t0 = time.perf_counter()
+            launch = build_task(task, 'cuda', space)['launch']
+            build_s = time.perf_counter() - t0
+            out = torch.empty(m, n, device='cuda', dtype=a.dtype)
+            launch(a, b, out)
+            torch.cuda.synchronize()
+            err = (out.float() - c.float()).abs().max().item()
+            t = graph_time(lambda: launch(a, b, out), args.calls, args.repeat)
+            from hidet.drivers.tuning import choose_configs
+
+            cfg = choose_configs([(task, 'cuda', template)], space)[0].name() if template else 'auto-scheduler'
+            rows.append([shape, f'hidet space {space}', f'{t * 1e3:.1f}', f'{flops / t / 1e9:.0f}',
+                         f'{t_torch / t:.2f}', cfg, f'{build_s:.1f} s, max err {err:.3g}'])
+    from tabulate import tabulate
+
+    print(f'{torch.cuda.get_device_name()} {dtype}: CUDA-graph kernel times')
+    print(tabulate(rows, headers=['MxNxK', 'kernel', 'us', 'TFLOP/s', 'vs torch', 'config', 'build']))
+
+
+if __name__ == '__main__':
+    main()

@@ -1,0 +1,404 @@
+"""The tensor-core matmul template (hidet/graph/ops/matmul_templates): splitting tasks into prologue →
+matmul → epilogue, template selection, search spaces and the tuning cache on the CPU; every candidate config
+compiled and checked against torch.matmul on the GPU (`cuda` marker)."""
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+
+import pytest
+import torch
+
+import hidet
+from hidet import ops
+from hidet.graph.ops.matmul import MatmulOp
+from hidet.graph.ops.matmul_templates import MmaConfig, NotGemm, explain, find_matmul_template, match_gemm
+from hidet.graph.ops.matmul_templates.mma import check_config
+from hidet.graph.ops.matmul_templates.space import default_config, space
+from hidet.ir.compute import compute, reduce, tensor_input
+from hidet.ir.task import Task
+
+
+def matmul_task(a_shape, b_shape, dtype='float16'):
+    return MatmulOp(hidet.symbol(list(a_shape), dtype, 'cuda'), hidet.symbol(list(b_shape), dtype, 'cuda')).task
+
+
+def fused_tasks(fn, *specs):
+    """The tasks of the optimized (fused) graph of ``fn`` over symbols (shape, dtype)."""
+    syms = [hidet.symbol(list(s), d, 'cuda') for s, d in specs]
+    graph = hidet.graph.optimize(hidet.trace_from(fn(*syms), syms))
+    return [node.task for node in graph.nodes]
+
+
+def bias_gelu_cast(x, w, b):
+    return ops.gelu(ops.matmul(ops.cast(x, 'float16'), w) + b)
+
+
+# ---------------------------------------------------------------------------------------------- task splitting
+def test_plain_matmul_is_a_gemm_with_direct_operands():
+    spec = match_gemm(matmul_task([256, 512], [512, 384]))
+    assert (spec.m, spec.n, spec.k, spec.batch) == (256, 384, 512, 1)
+    assert spec.a.vector_ok and spec.a.k_major and spec.b.vector_ok and not spec.b.k_major
+    assert spec.out_n_contiguous and spec.mma_dtype == 'float16'
+
+
+def test_fused_cast_prologue_and_bias_gelu_epilogue():
+    (task,) = fused_tasks(bias_gelu_cast, ([64, 96], 'float32'), ([96, 80], 'float16'), ([80], 'float16'))
+    spec = match_gemm(task)
+    assert (spec.m, spec.n, spec.k) == (64, 80, 96)
+    assert spec.a.mode == 'computed' and spec.b.mode == 'direct'  # the cast runs inside the template
+    text = repr(spec.epilogue)
+    assert 'erf' in text and 'in2[' in text  # gelu of (acc + bias), the bias read from an input
+    assert explain(task) == 'gemm 64x80x96 a:computed b:direct'
+
+
+def test_batch_only_a_has_folds_into_m():
+    (task,) = fused_tasks(lambda x, w, r: ops.matmul(x, w) + r, ([2, 3, 64, 96], 'float16'), ([96, 80], 'float16'),
+                          ([2, 3, 64, 80], 'float16'))
+    spec = match_gemm(task)
+    assert (spec.batch, spec.m, spec.n, spec.k) == (1, 384, 80, 96)
+    assert spec.a.vector_ok  # the folded rows are still one stride apart
+
+
+def test_batched_and_transposed_operands():
+    (task,) = fused_tasks(lambda q, k: ops.matmul(q, ops.transpose(k, 1, 2)), ([4, 64, 96], 'float16'),
+                          ([4, 80, 96], 'float16'))
+    spec = match_gemm(task)
+    assert (spec.batch, spec.m, spec.n, spec.k) == (4, 64, 80, 96)
+    assert spec.b.vector_ok and spec.b.k_major  # W[j, k]: k contiguous → ldmatrix without .trans
+    (task,) = fused_tasks(lambda x, w: ops.matmul(ops.transpose(x, 0, 1), w), ([96, 64], 'float16'),
+                          ([96, 80], 'float16'))
+    spec = match_gemm(task)
+    assert spec.a.vector_ok and not spec.a.k_major
+
+
+def test_vectors_and_reshape_epilogue():
+    assert explain(matmul_task([96], [96, 80])) == 'gemm 1x80x96 a:direct b:direct'
+    assert explain(matmul_task([3, 5, 96], [96])) == 'gemm 15x1x96 a:direct b:direct'
+    (task,) = fused_tasks(lambda x, w: ops.reshape(ops.matmul(x, w), [64, 8, 10]) * 2.0, ([64, 96], 'float16'),
+                          ([96, 80], 'float16'))
+    spec = match_gemm(task)
+    assert spec.out_n_contiguous
+
+
+def test_unaligned_operands_are_computed():
+    spec = match_gemm(matmul_task([33, 30], [30, 17]))  # K % 8 != 0: rows are not 16-byte aligned
+    assert spec.a.mode == 'computed' and spec.b.mode == 'computed'
+
+
+def test_what_stays_with_the_auto_scheduler():
+    assert 'float32' in explain(matmul_task([64, 96], [96, 80], 'float32'))  # full fp32 by default
+    assert explain(matmul_task([3, 0], [0, 4])) == 'the reduction is empty'
+    # a reduction in the prologue (not elementwise)
+    a, b = tensor_input('a', 'float16', [16, 32]), tensor_input('b', 'float16', [32, 8])
+    norm = compute('n', [16, 32], lambda i, k: a[i, k] * reduce([32], lambda j: a[i, j], 'max'))
+    c = compute('c', [16, 8], lambda i, j: reduce([32], lambda k: norm[i, k] * b[k, j], 'sum'))
+    with pytest.raises(NotGemm, match='2 reductions'):
+        match_gemm(Task('t', [a, b], [c]))
+    # an epilogue broadcasting the matmul (each element computed twice)
+    c = compute('c', [16, 8], lambda i, j: reduce([32], lambda k: a[i, k] * b[k, j], 'sum'))
+    d = compute('d', [2, 16, 8], lambda z, i, j: c[i, j] * 2.0)
+    with pytest.raises(NotGemm, match='broadcasts'):
+        match_gemm(Task('t', [a, b], [d]))
+    # a max-reduction is not a GEMM
+    e = compute('e', [16, 8], lambda i, j: reduce([32], lambda k: a[i, k] * b[k, j], 'max'))
+    with pytest.raises(NotGemm, match='max'):
+        match_gemm(Task('t', [a, b], [e]))
+
+
+def test_template_selection():
+    task = matmul_task([128, 64], [64, 32])
+    assert find_matmul_template(task, 'cuda', 'sm_90') is not None
+    assert find_matmul_template(task, 'cuda', 'sm_80') is not None
+    assert find_matmul_template(task, 'cuda', 'sm_75') is None  # no mma.sync m16n8k16 with f32 before sm_80
+    assert find_matmul_template(task, 'cpu', 'sm_90') is None
+    assert find_matmul_template(matmul_task([128, 64], [64, 32], 'float32'), 'cuda', 'sm_90') is None
+    assert find_matmul_template(matmul_task([128, 64], [64, 32], 'bfloat16'), 'cuda', 'sm_90') is not None
+    from hidet.drivers import templates
+
+    with hidet.option.context(cuda_arch='sm_90'):
+        assert templates.find(task, 'cuda') is not None
+        assert templates.find(task, 'cpu') is None
+
+
+# ---------------------------------------------------------------------------------------------- spaces
+@pytest.mark.parametrize('mnk', [(4096, 4096, 4096), (1, 4096, 4096), (128, 4096, 4096), (77, 300, 136),
+                                 (1000, 24, 40), (5, 7, 9)], ids=str)
+def test_spaces(mnk):
+    m, n, k = mnk
+    spec = match_gemm(matmul_task([m, k], [k, n]))
+    levels = [space(spec, level, sms=132) for level in (0, 1, 2)]
+    assert len(levels[0]) == 1 and levels[1][0] == levels[2][0] == levels[0][0]  # the default first
+    assert len(levels[0]) <= len(levels[1]) <= len(levels[2]) <= 40
+    for cfgs in levels:
+        assert len(set(cfgs)) == len(cfgs)
+        for c in cfgs:
+            assert check_config(spec, c) == '', c
+
+
+def test_default_configs_per_shape_class():
+    big = default_config(match_gemm(matmul_task([4096, 4096], [4096, 4096])), sms=132)
+    assert (big.bm, big.bn, big.bk, big.stages, big.split_k) == (256, 128, 64, 3, 1)  # the level-2 pick on an H100
+    mid = default_config(match_gemm(matmul_task([1024, 2048], [2048, 2048])), sms=132)
+    assert (mid.bm, mid.bn, mid.split_k) == (128, 128, 1)
+    gemv = default_config(match_gemm(matmul_task([1, 4096], [4096, 4096])), sms=132)
+    assert gemv.bm == 16 and gemv.split_k > 1  # M·N too small to fill the GPU: split K
+    thin = default_config(match_gemm(matmul_task([128, 4096], [4096, 4096])), sms=132)
+    assert thin.split_k > 1
+
+
+def test_config_checks():
+    spec = match_gemm(matmul_task([256, 256], [256, 256]))
+    assert check_config(spec, MmaConfig(128, 128, 32, 64, 64, 3)) == ''
+    assert 'warp tiles' in check_config(spec, MmaConfig(128, 128, 32, 48, 64, 3))
+    assert 'stages' in check_config(spec, MmaConfig(128, 128, 32, 64, 64, 1))
+    assert 'shared memory' in check_config(spec, MmaConfig(256, 256, 64, 64, 128, 8))
+    assert 'k splits' in check_config(spec, MmaConfig(128, 128, 64, 64, 64, 3, 8))
+
+
+# ---------------------------------------------------------------------------------------------- tuning cache
+class FakeTemplate:
+    """A template over CPU kernels whose candidates differ by a comment; a fake benchmark reads it back."""
+
+    name = 'fake-v1'
+
+    def __init__(self, task):
+        self.task = task
+        self.title = f'{task.name} fake'
+
+    def space(self, level):
+        return [0] if level == 0 else [0, 1, 2, 3][:2 + level]
+
+    def source(self, config, fallback=True):
+        from hidet.backend.codegen import generate
+        from hidet.ir.schedulers import schedule_task
+
+        return f'// config {config}\n' + generate(schedule_task(self.task, 'cpu'))
+
+    @staticmethod
+    def config_to_json(config):
+        return {'value': config}
+
+    @staticmethod
+    def config_from_json(obj):
+        return obj.get('value')
+
+
+def fake_benchmark(calls, latency):
+    def benchmark(task, path):
+        with open(os.path.join(os.path.dirname(path), 'source.cpp')) as f:
+            config = int(re.match(r'// config (\d+)', f.read()).group(1))
+        calls.append(config)
+        return latency[config]
+
+    return benchmark
+
+
+def test_tuning_persists_in_the_cache(tmp_path):
+    from hidet.backend import cache
+    from hidet.drivers.tuning import choose_configs, tuning_key
+
+    a = tensor_input('a', 'float32', [4, 4])
+    task = Task('double', [a], [compute('d', [4, 4], lambda i, j: a[i, j] * 2.0)])
+    template = FakeTemplate(task)
+    calls = []
+    bench = fake_benchmark(calls, {0: 3.0, 1: 1.0, 2: 2.0, 3: math.inf})
+    with hidet.option.context(cache_dir=str(tmp_path)):
+        assert choose_configs([(task, 'cpu', template)], 0, bench) == [0] and calls == []  # level 0: no tuning
+        assert choose_configs([(task, 'cpu', template)], 2, bench) == [1]
+        assert sorted(calls) == [0, 1, 2, 3]
+        assert cache.status('tuning')['entries'] == 1
+        record = json.loads(open(cache.tuning_path(tuning_key(task, 'cpu', template, 2))).read())
+        assert record['config'] == {'value': 1} and record['latency_ms'] == 1.0
+        assert [c['latency_ms'] for c in record['candidates']] == [3.0, 1.0, 2.0, None]
+        calls.clear()
+        assert choose_configs([(task, 'cpu', template)], 2, bench) == [1] and calls == []  # tuned once
+        assert choose_configs([(task, 'cpu', template)], 1, bench) == [1] and sorted(calls) == [0, 1, 2]
+        cache.clear('tuning')
+        assert cache.status('tuning')['entries'] == 0
+
+
+def test_tuning_fails_when_no_candidate_runs(tmp_path):
+    from hidet.drivers.tuning import choose_configs
+
+    a = tensor_input('a', 'float32', [4])
+    task = Task('neg', [a], [compute('d', [4], lambda i: -a[i])])
+    bench = fake_benchmark([], {0: math.inf, 1: math.inf, 2: math.inf})
+    with hidet.option.context(cache_dir=str(tmp_path)), pytest.raises(RuntimeError, match='no candidate'):
+        choose_configs([(task, 'cpu', FakeTemplate(task))], 1, bench)
+
+
+# ---------------------------------------------------------------------------------------------- nvcc, no GPU
+def _nvcc_or_skip():
+    from hidet.backend.compiler import CompilerNotFoundError, find_nvcc
+
+    try:
+        find_nvcc()
+    except CompilerNotFoundError:
+        pytest.skip('nvcc not found')
+
+
+def test_sources_compile_with_nvcc():
+    """The default configs of a plain, a split-k, a fused (computed prologue) and a transposed case."""
+    _nvcc_or_skip()
+    from hidet.backend.cache import build_libraries
+
+    tasks = [matmul_task([256, 512], [512, 384]), matmul_task([1, 1024], [1024, 512]),
+             fused_tasks(bias_gelu_cast, ([64, 96], 'float32'), ([96, 80], 'float16'), ([80], 'float16'))[0],
+             fused_tasks(lambda q, k: ops.matmul(q, ops.transpose(k, 1, 2)), ([4, 64, 96], 'bfloat16'),
+                         ([4, 80, 96], 'bfloat16'))[0]]
+    with hidet.option.context(cuda_arch=None if hidet.cuda.available() else 'sm_90'):
+        templates = [find_matmul_template(t, 'cuda') for t in tasks]
+        sources = [t.source(t.default()) for t in templates]
+        assert 'hidet::lang::mma_m16n8k16_f16_f32' in sources[0] and 'cp_async<16>' in sources[0]
+        assert 'hidet_mm_workspace' in sources[1] and 'generic_launch' in sources[1]
+        assert 'mma_m16n8k16_bf16_f32' in sources[3] and 'ldmatrix<4, false>' in sources[3]
+        paths = build_libraries([(s, 'cuda', 'matmul-template-test') for s in sources])
+    assert all(os.path.exists(p) for p in paths)
+
+
+# ---------------------------------------------------------------------------------------------- on the GPU
+def _torch_dtype(dtype):
+    return getattr(torch, dtype)
+
+
+def _check_candidates(task, make_inputs, reference, configs=None, level=2):
+    """Build every candidate (in parallel), run each on the inputs and compare with ``reference``."""
+    from hidet.backend.cache import build_libraries
+    from hidet.runtime.compiled_module import CompiledModule
+
+    template = find_matmul_template(task, 'cuda')
+    assert template is not None, explain(task)
+    configs = configs or template.space(level)
+    paths = build_libraries([(template.source(c, fallback=False), 'cuda', task.name) for c in configs])
+    inputs = make_inputs()
+    expected = reference(*inputs)
+    bad = []
+    for c, path in zip(configs, paths):
+        out = torch.full(expected.shape, float('nan'), dtype=expected.dtype, device='cuda')
+        CompiledModule(path)['launch'](*inputs, out)
+        torch.cuda.synchronize()
+        if not torch.allclose(out.float(), expected.float(), rtol=2e-2, atol=2e-2):
+            err = (out.float() - expected.float()).abs().max().item()
+            bad.append(f'{c.name()}: max error {err}')
+    assert not bad, f'{template.title}: ' + '; '.join(bad)
+    return configs
+
+
+def _rand(shape, dtype, scale=1.0):
+    return (torch.randn(shape, device='cuda') * scale).to(_torch_dtype(dtype))
+
+
+CANDIDATE_SHAPES = [  # every shape class: GEMV-like, small M, split-k, ragged edges, large tiles
+    (1, 512, 1024), (13, 200, 264), (64, 512, 2048), (77, 300, 136), (200, 328, 520), (520, 264, 96)]
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize('mnk', CANDIDATE_SHAPES, ids=str)
+@pytest.mark.parametrize('dtype,level', [('float16', 2), ('bfloat16', 1)])
+def test_every_candidate(mnk, dtype, level):
+    """Every config that tuning can select for these shapes (float16: level 2, a superset of levels 0 and 1;
+    bfloat16, the same kernels with another mma instruction: level 1)."""
+    m, n, k = mnk
+    task = matmul_task([m, k], [k, n], dtype)
+    a, b = _rand([m, k], dtype), _rand([k, n], dtype, 1 / math.sqrt(k))
+    _check_candidates(task, lambda: (a, b), lambda x, y: (x.float() @ y.float()).to(x.dtype), level=level)
+
+
+@pytest.mark.cuda
+def test_every_tile_shape_with_computed_and_transposed_operands():
+    """Odd K (computed loads), A transposed (m-contiguous), B transposed (k-contiguous), batched."""
+    from hidet.graph.ops.matmul_templates.space import LARGE_SHAPES, SMALL_SHAPES
+
+    def cfgs(spec_task):
+        spec = match_gemm(spec_task)
+        out = [MmaConfig(bm, bn, 64 if bm <= 32 else 32, wm, wn, 3, s) for bm, bn, wm, wn in SMALL_SHAPES + LARGE_SHAPES
+               for s in (1, 2)]
+        return [c for c in out if not check_config(spec, c)]
+
+    task = matmul_task([100, 30], [30, 70])
+    a, b = _rand([100, 30], 'float16'), _rand([30, 70], 'float16', 0.2)
+    _check_candidates(task, lambda: (a, b), lambda x, y: (x.float() @ y.float()).half(), cfgs(task))
+    (task,) = fused_tasks(lambda x, w: ops.matmul(ops.transpose(x, 1, 2), ops.transpose(w, 1, 2)),
+                          ([3, 96, 136], 'float16'), ([3, 72, 96], 'float16'))
+    x, w = _rand([3, 96, 136], 'float16'), _rand([3, 72, 96], 'float16', 0.1)
+    _check_candidates(task, lambda: (x, w), lambda p, q: (p.float().transpose(1, 2) @ q.float().transpose(1, 2)).half(),
+                      cfgs(task))
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize('shapes', [([4, 3, 50, 64], [64, 40]), ([2, 1, 33, 72], [3, 72, 24]), ([96], [96, 80]),
+                                    ([3, 5, 96], [96]), ([7, 40], [40, 9]), ([16, 16], [16, 16])], ids=str)
+@pytest.mark.parametrize('dtype', ['float16', 'bfloat16'])
+def test_ops_matmul_uses_the_template(shapes, dtype):
+    a, b = _rand(shapes[0], dtype), _rand(shapes[1], dtype, 0.2)
+    task = matmul_task(shapes[0], shapes[1], dtype)
+    assert find_matmul_template(task, 'cuda') is not None, explain(task)
+    actual = ops.matmul(hidet.from_torch(a), hidet.from_torch(b)).torch()
+    expected = torch.matmul(a.float(), b.float()).to(a.dtype)
+    torch.testing.assert_close(actual.float(), expected.float(), rtol=2e-2, atol=2e-2)
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize('space_level', [0, 1])
+def test_fused_graph_cast_prologue_bias_gelu_residual(space_level, tmp_path):
+    x = torch.randn(2, 70, 96, device='cuda')
+    w = _rand([96, 136], 'float16', 0.1)
+    bias = _rand([136], 'float16')
+    res = _rand([2, 70, 136], 'float16')
+
+    def model(xs, ws, bs, rs):
+        return ops.gelu(ops.matmul(ops.cast(xs, 'float16'), ws) + bs) + rs
+
+    syms = [hidet.symbol(list(t.shape), str(t.dtype).split('.')[-1], 'cuda') for t in (x, w, bias, res)]
+    graph = hidet.graph.optimize(hidet.trace_from(model(*syms), syms))
+    (node,) = graph.nodes
+    assert explain(node.task).startswith('gemm 140x136x96 a:computed')
+    with hidet.option.context(cache_dir=str(tmp_path)):
+        compiled = graph.build(space=space_level)
+        actual = compiled(x, w, bias, res)
+    actual = actual.torch() if hasattr(actual, 'torch') else actual
+    expected = torch.nn.functional.gelu(x.half().float() @ w.float() + bias.float()) + res.float()
+    torch.testing.assert_close(actual.float(), expected, rtol=2e-2, atol=2e-2)
+    if space_level:
+        from hidet.backend import cache
+
+        with hidet.option.context(cache_dir=str(tmp_path)):
+            assert cache.status('tuning')['entries'] == 1
+
+
+@pytest.mark.cuda
+def test_misaligned_buffers_fall_back():
+    from hidet.backend.cache import build_library
+    from hidet.runtime.compiled_module import CompiledModule
+
+    task = matmul_task([64, 128], [128, 64])
+    template = find_matmul_template(task, 'cuda')
+    module = CompiledModule(build_library(template.source(template.default()), 'cuda', 'misaligned'))
+    a = _rand([64 * 128 + 1], 'float16')[1:].view(64, 128)  # 2 bytes past an aligned address
+    b = _rand([128, 64], 'float16', 0.1)
+    out = torch.empty(64, 64, dtype=torch.float16, device='cuda')
+    module['launch'](a, b, out)
+    torch.testing.assert_close(out.float(), a.float() @ b.float(), rtol=2e-2, atol=2e-2)
+
+
+@pytest.mark.cuda
+def test_second_build_tunes_nothing(tmp_path, monkeypatch):
+    import hidet.drivers.tuning as tuning
+
+    a = hidet.symbol([48, 64], 'float16', 'cuda')
+    b = hidet.symbol([64, 40], 'float16', 'cuda')
+    graph = hidet.trace_from(ops.matmul(a, b), [a, b])
+    with hidet.option.context(cache_dir=str(tmp_path)):
+        graph.build(space=1)
+        from hidet.drivers.build_task import _LoadedModules
+
+        _LoadedModules.modules.clear()
+
+        def no_benchmark(*args):
+            raise AssertionError('tuned twice')
+
+        monkeypatch.setattr(tuning, 'gpu_benchmark', no_benchmark)
+        graph.build(space=1)
