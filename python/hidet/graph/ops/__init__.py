@@ -16,3 +16,4 @@ from .transform import (
     broadcast, cat, concat, embedding, flatten, flip, gather, index_select, pad, permute, repeat, reshape, split,
     squeeze, stack, strided_slice, take, tile, transpose, tril, triu, unsqueeze,
 )
+from .interpolate import resize

@@ -1,0 +1,24 @@
+"""The PyTorch frontend: ``torch.compile(model, backend='hidet')``.
+
+- ``registry.py``: Registry, register_function / register_method / register_module, HidetModule
+- ``register_functions.py``, ``register_nn_functions.py``, ``register_methods.py``,
+  ``register_modules.py``: the conversions of torch functions, tensor methods and nn.Module leaves
+- ``interpreter.py``: runs an fx graph on hidet tensors through the conversions
+- ``dynamo_backend.py``: the backend itself; ``dynamo_config.py``: its options
+- ``correctness.py`` (the per-node error report), ``fallback.py`` (eager fallback for unsupported ops)
+
+Guide: docs/torch-frontend.md.
+"""
+from hidet.graph.frontend.torch.registry import (
+    HidetModule, Registry, default_registry, register_function, register_method, register_module, target_name,
+)
+from hidet.graph.frontend.torch import register_functions, register_nn_functions, register_methods, register_modules
+from hidet.graph.frontend.torch.dynamo_config import CompileOptions, DynamoConfig, dynamo_config
+from hidet.graph.frontend.torch.interpreter import Interpreter, UnsupportedOperatorsError
+from hidet.graph.frontend.torch.dynamo_backend import CompiledFx, hidet_backend
+
+__all__ = [
+    'HidetModule', 'Registry', 'default_registry', 'register_function', 'register_method', 'register_module',
+    'target_name', 'CompileOptions', 'DynamoConfig', 'dynamo_config', 'Interpreter', 'UnsupportedOperatorsError',
+    'CompiledFx', 'hidet_backend',
+]

@@ -1,0 +1,302 @@
+"""The torch.compile backend: ``torch.compile(model, backend='hidet')``.
+
+dynamo hands over an fx GraphModule and example inputs; ``hidet_backend`` returns a callable that
+runs the graph on torch tensors. For each distinct input signature (shapes, dtypes, scalar values)
+it interprets the fx graph on symbolic hidet tensors, traces a FlowGraph, optimizes and builds it
+(parameters and buffers become the graph's constants, so weight transforms happen once), and then
+runs the CompiledGraph (or its CUDA graph) with the torch inputs: one call into the C++ executor.
+"""
+from __future__ import annotations
+
+import itertools
+import json
+import os
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+import torch
+import torch.fx
+
+import hidet
+from hidet.graph.tensor import Tensor
+from hidet.graph.frontend.torch.dynamo_config import CompileOptions, dynamo_config
+from hidet.graph.frontend.torch.interpreter import Interpreter, map_structure, node_target_name
+from hidet.graph.frontend.torch.registry import Registry
+
+_GRAPH_IDS = itertools.count()
+
+
+def hidet_backend(graph_module: torch.fx.GraphModule, example_inputs: Sequence[Any], *, mode: Optional[str] = None,
+                  options: Optional[Dict[str, Any]] = None, registry: Optional[Registry] = None):
+    """The dynamo backend (entry point ``hidet`` of the ``torch_dynamo_backends`` group)."""
+    import hidet.graph.frontend.torch  # noqa: F401  (registers the conversions)
+
+    config = dynamo_config.resolve(mode, options)
+    if config.print_input_graph:
+        print_fx_graph(graph_module)
+    constants = constant_placeholders(graph_module, example_inputs)
+    compiled = CompiledFx(graph_module, constants, config, registry)
+    if _has_fake_tensors(example_inputs):  # no data to compile with: compiled on the first call
+        return compiled
+    unsupported = compiled.check(example_inputs)
+    if unsupported:
+        if not config.fallback_to_eager:
+            raise compiled.interpreter(example_inputs).unsupported_error(unsupported)
+        from hidet.graph.frontend.torch.fallback import split_unsupported
+
+        return split_unsupported(graph_module, constants, {n.name for n in unsupported}, config, registry)
+    if config.correctness_report:
+        from hidet.graph.frontend.torch.correctness import correctness_report
+
+        correctness_report(graph_module, example_inputs, constants, registry, print_table=True)
+    compiled.prepare(example_inputs)
+    return compiled
+
+
+# ---------------------------------------------------------------- parameters passed as graph inputs
+_MODULE_SOURCES = ('NNModule', 'ParamBuffer')
+
+
+def constant_placeholders(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> List[bool]:
+    """For each placeholder, whether it is model state (a parameter, buffer or module attribute that
+    dynamo lifted into a graph input) rather than a real input: from dynamo's GraphArg source (reached
+    through a module, or a global), else from the example being an nn.Parameter, else from the name."""
+    flags = []
+    placeholders = [n for n in gm.graph.nodes if n.op == 'placeholder']
+    for i, node in enumerate(placeholders):
+        example = example_inputs[i] if i < len(example_inputs) else None
+        flags.append(isinstance(example, torch.Tensor) and _is_state(node, example))
+    return flags
+
+
+def _is_state(node: torch.fx.Node, example: torch.Tensor) -> bool:
+    grapharg = node.meta.get('grapharg')
+    source = getattr(grapharg, 'source', None)
+    if source is not None:
+        chain = []
+        while source is not None:
+            chain.append(source)
+            source = getattr(source, 'base', None)
+        if any(any(key in type(s).__name__ for key in _MODULE_SOURCES) for s in chain):
+            return True
+        if any(getattr(s, 'member', None) in ('_parameters', '_buffers') for s in chain):
+            return True
+        root = type(chain[-1]).__name__
+        return 'Global' in root or 'Constant' in root
+    if isinstance(example, torch.nn.Parameter):
+        return True
+    name = str(node.target)
+    return '_parameters_' in name or '_buffers_' in name
+
+
+def _has_fake_tensors(example_inputs: Sequence[Any]) -> bool:
+    return any(type(x).__name__ == 'FakeTensor' for x in example_inputs)
+
+
+# ---------------------------------------------------------------- the compiled callable
+class _Out:
+    """A leaf of an output structure: the CompiledGraph's output ``index``."""
+
+    def __init__(self, index: int):
+        self.index = index
+
+
+class _Compiled:
+    """One input signature's build: which outputs come from the CompiledGraph and which are fixed."""
+
+    def __init__(self, runner, out_spec, num_graph_outputs: int, flow_graph=None, compiled_graph=None):
+        self.runner = runner              # callable(list of torch tensors) → list of torch tensors
+        self.out_spec = out_spec          # the output structure, graph outputs as _Out leaves
+        self.num_graph_outputs = num_graph_outputs
+        self.flow_graph = flow_graph
+        self.compiled_graph = compiled_graph
+
+
+class CompiledFx:
+    """The callable handed back to dynamo: ``compiled(*args)`` takes the placeholders' values (model
+    state included) and returns the fx graph's output structure of torch tensors."""
+
+    def __init__(self, gm: torch.fx.GraphModule, constants: Sequence[bool], config: CompileOptions,
+                 registry: Optional[Registry] = None):
+        self.gm = gm
+        self.constants = list(constants)
+        self.config = config
+        self.registry = registry
+        self._cache: Dict[Tuple, _Compiled] = {}
+        self.graph_id = next(_GRAPH_IDS)
+
+    def interpreter(self, args: Sequence[Any] = ()) -> Interpreter:
+        devices = [a.device for c, a in zip(self.constants, args) if not c and isinstance(a, torch.Tensor)]
+        return Interpreter(self.gm, self.registry, _device_text(devices[0]) if devices else None)
+
+    # ------------------------------------------------------------------ building
+    def _bind(self, interp: Interpreter, args: Sequence[Any]):
+        """Placeholder values: constants for model state, symbols for input tensors, Python values as they are."""
+        values, symbols = [], []
+        for is_const, a in zip(self.constants, args):
+            if is_const:
+                values.append(interp.to_constant(a))
+            elif isinstance(a, torch.Tensor):
+                s = hidet.symbol(list(a.shape), str(a.dtype).replace('torch.', ''), _device_text(a.device))
+                values.append(s)
+                symbols.append(s)
+            else:
+                values.append(_plain(a))
+        return values, symbols
+
+    def check(self, args: Sequence[Any]) -> List[torch.fx.Node]:
+        interp = self.interpreter(args)
+        values, _ = self._bind(interp, args)
+        return interp.check(values)
+
+    def prepare(self, args: Sequence[Any]) -> _Compiled:
+        key = self._key(args)
+        if key not in self._cache:
+            self._cache[key] = self._build(args)
+        return self._cache[key]
+
+    def _build(self, args: Sequence[Any]) -> _Compiled:
+        interp = self.interpreter(args)
+        values, symbols = self._bind(interp, args)
+        result = interp.run(values)
+        graph_outputs: List[Tensor] = []
+        index: Dict[int, int] = {}
+
+        def spec(v):
+            if isinstance(v, Tensor):
+                if id(v) not in index:
+                    index[id(v)] = len(graph_outputs)
+                    graph_outputs.append(v)
+                return _Out(index[id(v)])
+            return v
+
+        out_spec = map_structure(result, spec)
+        if not graph_outputs:
+            return _Compiled(lambda inputs: [], out_spec, 0)
+        config = self.config
+        flow_graph = hidet.trace_from(graph_outputs, symbols)
+        dump = self._dump_dir()
+        if dump:
+            _write(dump, 'fx_graph.txt', fx_graph_table(self.gm) + '\n\n' + self.gm.code)
+            _write(dump, 'flow_graph.txt', str(flow_graph))
+            _write(dump, 'options.json', json.dumps(_jsonable(config.__dict__), indent=2))
+        with hidet.graph.PassContext() as ctx:
+            if config.use_fp16:
+                ctx.set_precision('float16')
+            if config.use_fp16_reduction:
+                ctx.set_reduce_precision('float16')
+            ctx.set_use_tensor_core(config.use_tensor_core)
+            optimized = hidet.graph.optimize(flow_graph)
+        if dump:
+            _write(dump, 'flow_graph_optimized.txt', str(optimized))
+        if not _runtime_runs_graphs():  # until the C++ graph executor is in this build
+            return _Compiled(_NodeByNode(optimized), out_spec, len(graph_outputs), optimized)
+        compiled_graph = optimized.build(space=config.search_space)
+        if dump:
+            compiled_graph.save(os.path.join(dump, 'graph.hidet'))
+        runner = compiled_graph.run
+        if config.use_cuda_graph and compiled_graph.target == 'cuda':
+            runner = compiled_graph.cuda_graph().run
+        return _Compiled(runner, out_spec, len(graph_outputs), optimized, compiled_graph)
+
+    def _dump_dir(self) -> Optional[str]:
+        if not self.config.dump_graph_ir:
+            return None
+        path = os.path.join(self.config.dump_graph_ir, f'graph_{self.graph_id}_{len(self._cache)}')
+        os.makedirs(path, exist_ok=True)
+        return path
+
+    def _key(self, args: Sequence[Any]) -> Tuple:
+        key = []
+        for is_const, a in zip(self.constants, args):
+            if is_const:
+                continue
+            if isinstance(a, torch.Tensor):
+                key.append((tuple(a.shape), a.dtype, a.device))
+            else:
+                key.append(('value', repr(_plain(a))))
+        return tuple(key)
+
+    # ------------------------------------------------------------------ running
+    def __call__(self, *args):
+        compiled = self._cache.get(self._key(args)) or self.prepare(args)
+        inputs = [_contiguous(a) for is_const, a in zip(self.constants, args)
+                  if not is_const and isinstance(a, torch.Tensor)]
+        outs = compiled.runner(inputs) if compiled.num_graph_outputs else []
+        return map_structure(compiled.out_spec, lambda leaf: outs[leaf.index] if isinstance(leaf, _Out) else leaf)
+
+    @property
+    def compiled_graphs(self) -> List[Any]:
+        return [c.compiled_graph for c in self._cache.values() if c.compiled_graph is not None]
+
+    @property
+    def flow_graphs(self) -> List[Any]:
+        return [c.flow_graph for c in self._cache.values() if c.flow_graph is not None]
+
+
+def _runtime_runs_graphs() -> bool:
+    return hasattr(hidet._C, 'Graph')
+
+
+class _NodeByNode:
+    """Runs an optimized FlowGraph operator by operator from Python (used only where the C++ graph
+    executor is not built in)."""
+
+    def __init__(self, graph):
+        self.graph = graph
+
+    def __call__(self, inputs: Sequence[torch.Tensor]) -> List[torch.Tensor]:
+        outs = self.graph(*[hidet.from_torch(t) for t in inputs])
+        outs = [outs] if isinstance(outs, Tensor) else list(outs)
+        fixed = {id(t) for t in self.graph.inputs + self.graph.constants}
+        return [o.torch().clone() if id(o) in fixed or any(o is p for p in outs[:i]) else o.torch()
+                for i, o in enumerate(outs)]
+
+
+def _plain(a):
+    """SymInts/SymFloats (dynamic scalars: dynamo's example inputs for dimensions it made dynamic) as the
+    Python numbers they hold now; each value gets its own compiled graph."""
+    if isinstance(a, (torch.SymInt, torch.SymFloat, torch.SymBool)):
+        hint = getattr(getattr(a, 'node', None), 'hint', None)  # (no guard, unlike int(a))
+        if hint is not None:
+            return hint
+        return int(a) if isinstance(a, torch.SymInt) else float(a) if isinstance(a, torch.SymFloat) else bool(a)
+    return a
+
+
+def _contiguous(t: torch.Tensor) -> torch.Tensor:
+    if t.requires_grad:
+        t = t.detach()
+    return t if t.is_contiguous() else t.contiguous()
+
+
+def _device_text(device: torch.device) -> str:
+    return 'cpu' if device.type != 'cuda' else f'cuda:{device.index if device.index is not None else 0}'
+
+
+def _write(directory: str, name: str, text: str) -> None:
+    with open(os.path.join(directory, name), 'w') as f:
+        f.write(text)
+
+
+def _jsonable(d: Dict[str, Any]) -> Dict[str, Any]:
+    return {k: v if isinstance(v, (bool, int, float, str, type(None))) else repr(v) for k, v in d.items()}
+
+
+# ---------------------------------------------------------------- printing
+def fx_graph_table(gm: torch.fx.GraphModule) -> str:
+    from tabulate import tabulate
+
+    rows = []
+    for node in gm.graph.nodes:
+        target = node_target_name(gm, node) if node.op.startswith('call_') else str(node.target)
+        rows.append([node.op, node.name, target, _short(node.args), _short(node.kwargs)])
+    return tabulate(rows, headers=['opcode', 'name', 'target', 'args', 'kwargs'])
+
+
+def print_fx_graph(gm: torch.fx.GraphModule) -> None:
+    print(fx_graph_table(gm))
+
+
+def _short(value, limit: int = 80) -> str:
+    text = str(value)
+    return text if len(text) <= limit else text[:limit - 3] + '...'

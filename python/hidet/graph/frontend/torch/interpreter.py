@@ -1,0 +1,335 @@
+"""The fx interpreter: runs a torch.fx graph on hidet tensors, node by node, through the registered
+conversions.
+
+Placeholders take the values the caller binds (symbolic hidet tensors for graph inputs, constant
+hidet tensors for parameters and buffers, Python values for specialized scalars). A value is
+*dynamic* when it is (or is computed from) a graph input; a call none of whose arguments is dynamic
+is evaluated by torch itself, now, and its result becomes a constant (creation ops, weight
+transforms, rotary tables, masks built from buffers): its target needs no conversion. A dynamic call
+goes through the registry, and one with no conversion is *unsupported*: the interpreter collects
+every such node and raises one ``UnsupportedOperatorsError`` naming each target.
+"""
+from __future__ import annotations
+
+import operator
+from typing import Any, Callable, Dict, List, Optional, Sequence
+
+import torch
+import torch.fx
+
+import hidet
+from hidet.graph.tensor import Tensor
+from hidet.graph.frontend.torch.registry import GUIDE, HidetModule, Registry, default_registry, target_name
+
+try:  # dynamo re-raises these unchanged (instead of wrapping them in BackendCompilerFailed)
+    from torch._dynamo.exc import ShortenTraceback as _Passthrough
+
+    _PASSTHROUGH = (_Passthrough,)
+except ImportError:  # pragma: no cover  (older torch)
+    _PASSTHROUGH = ()
+
+
+class UnsupportedOperatorsError(NotImplementedError, *_PASSTHROUGH):
+    """Some fx targets have no hidet conversion; ``targets`` lists their readable names."""
+
+    def __init__(self, message: str, targets: Sequence[str] = (), nodes: Sequence[str] = ()):
+        NotImplementedError.__init__(self, message)
+        self.msg = message
+        self.first_useful_frame = None
+        self.targets = list(targets)
+        self.nodes = list(nodes)
+
+    def __str__(self) -> str:
+        return self.msg
+
+
+class _Unknown:
+    """The value of a node after an unsupported one (when checking, and no stand-in could be made)."""
+
+    def __repr__(self) -> str:
+        return '<unknown>'
+
+
+UNKNOWN = _Unknown()
+_INPLACE_OPERATORS = {operator.iadd, operator.isub, operator.imul, operator.itruediv, operator.ifloordiv,
+                      operator.ipow, operator.iand, operator.ior, operator.imatmul}
+
+
+def node_target_name(gm: torch.fx.GraphModule, node: torch.fx.Node) -> str:
+    if node.op == 'call_module':
+        return target_name(type(gm.get_submodule(node.target)))
+    if node.op in ('call_function', 'call_method'):
+        return target_name(node.target)
+    return node.op
+
+
+def map_structure(value, fn: Callable[[Any], Any]):
+    """``fn`` applied to the leaves of nested lists, tuples (namedtuples too) and dicts."""
+    if isinstance(value, torch.Size):
+        return value
+    if isinstance(value, (list, tuple)):
+        items = [map_structure(v, fn) for v in value]
+        if isinstance(value, list):
+            return items
+        if hasattr(value, '_fields'):  # namedtuple
+            return type(value)(*items)
+        try:
+            return type(value)(items)
+        except TypeError:
+            return tuple(items)
+    if isinstance(value, dict):
+        return type(value)((k, map_structure(v, fn)) for k, v in value.items())
+    return fn(value)
+
+
+def leaves(value) -> List[Any]:
+    found: List[Any] = []
+    map_structure(value, found.append)
+    return found
+
+
+class Interpreter:
+    def __init__(self, graph_module: torch.fx.GraphModule, registry: Optional[Registry] = None,
+                 device: Optional[str] = None):
+        self.gm = graph_module
+        self.registry = registry or default_registry
+        # the graph's device: one-element CPU constants (torch.tensor(2.0) beside CUDA inputs, which
+        # torch allows) move there
+        self.device = torch.device(device) if device is not None else None
+        self._constants: Dict[int, Tensor] = {}       # id(torch tensor) → hidet constant
+        self._torch_of: Dict[int, torch.Tensor] = {}  # id(hidet constant) → its torch tensor
+        self._keep: List[Any] = []                    # keeps the keys above alive
+        self._dynamic: Dict[int, Tensor] = {}         # concrete tensors computed from graph inputs
+        self._modules: Dict[str, HidetModule] = {}
+
+    # ------------------------------------------------------------------ constants
+    def to_constant(self, t: torch.Tensor) -> Tensor:
+        """A torch tensor (parameter, buffer, folded value) as a hidet constant, zero-copy where it is
+        contiguous; one hidet tensor per torch tensor."""
+        key = id(t)
+        if key not in self._constants:
+            if t.dtype in (torch.complex64, torch.complex128):
+                raise NotImplementedError(f'hidet has no complex dtypes ({t.dtype})')
+            src = t
+            if self.device is not None and self.device.type == 'cuda' and t.device.type == 'cpu' and t.numel() == 1:
+                t = t.to(self.device)
+            h = hidet.from_torch(t)
+            self._keep.append(src)
+            self._constants[key] = h
+            self._torch_of[id(h)] = t
+            self._keep.append((t, h))
+        return self._constants[key]
+
+    def _to_torch(self, value):
+        def convert(v):
+            if isinstance(v, Tensor):
+                return self._torch_of.get(id(v)) if id(v) in self._torch_of else v.torch()
+            return v
+
+        return map_structure(value, convert)
+
+    def _from_torch(self, value):
+        return map_structure(value, lambda v: self.to_constant(v) if isinstance(v, torch.Tensor) else v)
+
+    def is_dynamic(self, value) -> bool:
+        return any(isinstance(v, Tensor) and (v.is_symbolic() or id(v) in self._dynamic) for v in leaves(value))
+
+    def mark_dynamic(self, value) -> None:
+        for v in leaves(value):
+            if isinstance(v, Tensor) and not v.is_symbolic():
+                self._dynamic[id(v)] = v
+
+    # ------------------------------------------------------------------ running
+    def run(self, inputs: Sequence[Any], dynamic: Optional[Sequence[bool]] = None, *,
+            on_node: Optional[Callable[[torch.fx.Node, Any], None]] = None, check_only: bool = False):
+        """Interpret the graph with ``inputs`` bound to its placeholders (in order). ``dynamic[i]`` marks
+        concrete input i as a graph input (symbolic tensors always are). Returns the output structure;
+        raises UnsupportedOperatorsError listing every unsupported node (``check_only``: returns the
+        list of those nodes instead)."""
+        placeholders = [n for n in self.gm.graph.nodes if n.op == 'placeholder']
+        if len(inputs) != len(placeholders):
+            raise ValueError(f'the graph has {len(placeholders)} placeholders, got {len(inputs)} inputs')
+        env: Dict[torch.fx.Node, Any] = {}
+        for i, (node, value) in enumerate(zip(placeholders, inputs)):
+            env[node] = value
+            if dynamic is not None and dynamic[i]:
+                self.mark_dynamic(value)
+        unsupported: List[torch.fx.Node] = []
+        reasons: Dict[str, str] = {}
+        result = None
+        for node in self.gm.graph.nodes:
+            if node.op == 'placeholder':
+                continue
+            if node.op == 'output':
+                result = torch.fx.node.map_arg(node.args[0], lambda n: env[n])
+                break
+            args = torch.fx.node.map_arg(node.args, lambda n: env[n])
+            kwargs = torch.fx.node.map_arg(node.kwargs, lambda n: env[n])
+            if node.op == 'get_attr':
+                value = self._get_attr(node.target)
+            elif any(v is UNKNOWN for v in leaves((args, kwargs))):
+                if not self._has_conversion(node):
+                    unsupported.append(node)
+                value = self._stand_in(node)
+            elif not self.is_dynamic((args, kwargs)):
+                value = self._fold(node, args, kwargs)
+            elif not self._has_conversion(node):
+                unsupported.append(node)
+                value = self._stand_in(node)
+            else:
+                try:
+                    value = self._convert(node, args, kwargs)
+                except NotImplementedError as e:
+                    if not check_only:
+                        raise _with_context(e, node, self.gm) from e
+                    unsupported.append(node)
+                    reasons[node.name] = str(e)
+                    value = self._stand_in(node)
+                except Exception as e:
+                    raise _with_context(e, node, self.gm) from e
+                self.mark_dynamic(value)
+                if _is_inplace(node, self.registry) and node.args and isinstance(node.args[0], torch.fx.Node):
+                    env[node.args[0]] = value
+            env[node] = value
+            if on_node is not None:
+                on_node(node, value)
+        if check_only:
+            return unsupported
+        if unsupported:
+            raise self.unsupported_error(unsupported, reasons)
+        return result
+
+    def check(self, inputs: Sequence[Any], dynamic: Optional[Sequence[bool]] = None) -> List[torch.fx.Node]:
+        """The nodes that cannot be converted (no registered conversion, or one that declined)."""
+        return self.run(inputs, dynamic, check_only=True)
+
+    def unsupported_error(self, nodes: Sequence[torch.fx.Node], reasons: Optional[Dict[str, str]] = None
+                          ) -> UnsupportedOperatorsError:
+        by_target: Dict[str, List[str]] = {}
+        for node in nodes:
+            by_target.setdefault(node_target_name(self.gm, node), []).append(node.name)
+        lines = [f'hidet cannot compile this graph: {len(by_target)} operator(s) have no hidet mapping:']
+        for name, node_names in by_target.items():
+            shown = ', '.join(node_names[:4]) + (', ...' if len(node_names) > 4 else '')
+            lines.append(f'  {name}  (node{"s" if len(node_names) > 1 else ""} {shown})')
+            for n in node_names:
+                if reasons and n in reasons:
+                    lines.append(f'      {n}: {reasons[n]}')
+        lines.append(f'Add a mapping with hidet.torch.register_function / register_method / register_module: see '
+                     f'{GUIDE}. Or run the unsupported parts in eager PyTorch: '
+                     f'hidet.torch.dynamo_config.fallback_to_eager(True).')
+        return UnsupportedOperatorsError('\n'.join(lines), list(by_target), [n.name for n in nodes])
+
+    # ------------------------------------------------------------------ nodes
+    def _get_attr(self, target: str):
+        value = self.gm
+        for part in target.split('.'):
+            value = getattr(value, part)
+        return self.to_constant(value) if isinstance(value, torch.Tensor) else value
+
+    def _has_conversion(self, node: torch.fx.Node) -> bool:
+        if node.op == 'call_function':
+            return self.registry.has_function(node.target)
+        if node.op == 'call_method':
+            return self.registry.has_method(node.target)
+        if node.op == 'call_module':
+            return self.registry.module(type(self.gm.get_submodule(node.target))) is not None
+        return True
+
+    def _convert(self, node: torch.fx.Node, args, kwargs):
+        if node.op == 'call_function':
+            return Registry.call(self.registry.functions(node.target), target_name(node.target), args, kwargs)
+        if node.op == 'call_method':
+            if not isinstance(args[0], Tensor):  # a method of a Python value (a shape tuple, …)
+                return getattr(args[0], node.target)(*args[1:], **kwargs)
+            return Registry.call(self.registry.methods(node.target), target_name(node.target), args, kwargs)
+        if node.op == 'call_module':
+            if node.target not in self._modules:
+                mod = self.gm.get_submodule(node.target)
+                self._modules[node.target] = self.registry.module(type(mod))(mod, self.to_constant)
+            return self._modules[node.target](*args, **kwargs)
+        raise ValueError(f'unexpected fx node {node.op}')
+
+    def _fold(self, node: torch.fx.Node, args, kwargs):
+        """Evaluate a call on constants with torch (in-place calls on copies, so weights stay intact)."""
+        targs, tkwargs = self._to_torch(args), self._to_torch(kwargs)
+        if _is_inplace(node, self.registry):
+            targs, tkwargs = map_structure((targs, tkwargs), lambda v: v.clone() if isinstance(v, torch.Tensor) else v)
+        with torch.no_grad():
+            if node.op == 'call_function':
+                value = node.target(*targs, **tkwargs)
+            elif node.op == 'call_method':
+                value = getattr(targs[0], node.target)(*targs[1:], **tkwargs)
+            else:
+                value = self.gm.get_submodule(node.target)(*targs, **tkwargs)
+        return self._from_torch(value)
+
+    def _stand_in(self, node: torch.fx.Node):
+        """Symbolic tensors shaped like the node's example value (from dynamo's metadata), so checking
+        can go on past an unsupported node."""
+        example = node.meta.get('example_value', node.meta.get('val'))
+        if example is None:
+            return UNKNOWN
+
+        def convert(v):
+            if isinstance(v, torch.Tensor):
+                try:
+                    shape = [int(s) for s in v.shape]
+                except (TypeError, ValueError):  # symbolic sizes
+                    return UNKNOWN
+                return hidet.symbol(shape, str(v.dtype).replace('torch.', ''), _device_text(v.device))
+            return v
+
+        try:
+            return map_structure(example, convert)
+        except Exception:  # noqa: BLE001  (a stand-in is best effort)
+            return UNKNOWN
+
+
+def _device_text(device: torch.device) -> str:
+    return 'cpu' if device.type != 'cuda' else f'cuda:{device.index or 0}'
+
+
+def _is_inplace(node: torch.fx.Node, registry: Registry) -> bool:
+    if node.op == 'call_method':
+        name = node.target
+        return name.endswith('_') and not name.endswith('__')
+    if node.op == 'call_function':
+        if node.target in _INPLACE_OPERATORS:
+            return True
+        if node.kwargs.get('inplace') is True:
+            return True
+        name = getattr(node.target, '__name__', '')
+        if name.endswith('_') and not name.endswith('__'):
+            return True
+        return _bound_inplace(node)
+    return False
+
+
+def _bound_inplace(node: torch.fx.Node) -> bool:
+    import inspect
+
+    try:
+        sig = inspect.signature(node.target)
+    except (TypeError, ValueError):
+        return False
+    if 'inplace' not in sig.parameters:
+        return False
+    try:
+        bound = sig.bind(*node.args, **node.kwargs)
+    except TypeError:
+        return False
+    return bound.arguments.get('inplace') is True
+
+
+def _with_context(e: Exception, node: torch.fx.Node, gm: torch.fx.GraphModule) -> Exception:
+    where = f'converting fx node {node.name!r} ({node.op} {node_target_name(gm, node)})'
+    trace = node.meta.get('stack_trace')
+    if trace:
+        lines = [ln for ln in trace.strip().splitlines() if ln.strip()]
+        where += '\n  from user code:\n    ' + '\n    '.join(lines[-2:])
+    message = f'{where}: {type(e).__name__}: {e}'
+    try:
+        return type(e)(message)
+    except Exception:  # noqa: BLE001  (exception types with other constructors)
+        return RuntimeError(message)

@@ -1,0 +1,134 @@
+"""The backend's contract with torch: entry point, torch tensors in and out, output structures,
+non-contiguous inputs, grad modes, model state as constants, recompiles for new shapes."""
+import subprocess
+import sys
+
+import pytest
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from hidet.graph.frontend.torch import dynamo_backend
+
+from .utils import assert_close, compile_and_compare
+
+
+def test_entry_point_without_importing_hidet():
+    assert 'hidet' in torch._dynamo.list_backends()
+    code = ('import sys, torch\n'
+            'f = torch.compile(lambda x: torch.relu(x) * 2 + 1, backend="hidet")\n'
+            'x = torch.randn(5)\n'
+            'torch.testing.assert_close(f(x), torch.relu(x) * 2 + 1)\n'
+            'assert "hidet" in sys.modules\n'
+            'print("ok")\n')
+    out = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0 and 'ok' in out.stdout, out.stderr[-2000:]
+
+
+def test_output_structures():
+    def f(x, y):
+        s = x + y
+        return {'sum': s, 'pair': (x * y, [s - 1, x]), 'again': s, 'n': x.shape[0], 'none': None}
+
+    x, y = torch.randn(3, 4), torch.randn(3, 4)
+    compiled = compile_and_compare(f, x, y)  # (compares structure and types too)
+    out = compiled(x, y)
+    assert isinstance(out['pair'], tuple) and isinstance(out['pair'][1], list) and out['n'] == 3
+
+
+def test_non_contiguous_inputs():
+    def f(x, y):
+        return x @ y + 1
+
+    x = torch.randn(6, 5).t()           # transposed
+    y = torch.randn(12, 4)[::2]          # strided rows
+    assert not x.is_contiguous() and not y.is_contiguous()
+    compile_and_compare(f, x, y)
+
+
+@pytest.mark.parametrize('grad_mode', ['no_grad', 'inference_mode', 'enabled'])
+def test_grad_modes(grad_mode):
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(4, 8), nn.SiLU(), nn.Linear(8, 3)).eval()
+    x = torch.randn(2, 4)
+    ctx = {'no_grad': torch.no_grad, 'inference_mode': torch.inference_mode, 'enabled': torch.enable_grad}[grad_mode]
+    compiled = torch.compile(model, backend='hidet')
+    with ctx():
+        assert_close(compiled(x), model(x).detach())
+
+
+def test_parameters_and_buffers_are_constants(monkeypatch):
+    flags, built = [], []
+    original = dynamo_backend.CompiledFx.__init__
+
+    def spy(self, gm, constants, config, registry=None):
+        names = [n.name for n in gm.graph.nodes if n.op == 'placeholder']
+        flags.append(dict(zip(names, constants)))
+        built.append(self)
+        original(self, gm, constants, config, registry)
+
+    monkeypatch.setattr(dynamo_backend.CompiledFx, '__init__', spy)
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = nn.Conv2d(3, 4, 3)
+            self.bn = nn.BatchNorm2d(4)
+            self.scale = torch.tensor(1.5)       # a plain tensor attribute
+
+        def forward(self, x):
+            return F.relu(self.bn(self.conv(x))) * self.scale
+
+    torch.manual_seed(0)
+    model = Net().eval()
+    compile_and_compare(model, torch.randn(1, 3, 6, 6))
+    (placeholders,) = flags
+    inputs = [name for name, is_const in placeholders.items() if not is_const]
+    assert len(inputs) == 1 and 'x' in inputs[0], placeholders
+    assert len(placeholders) >= 5  # weights, bias, running stats, … (lifted to graph inputs by dynamo)
+    (graph,) = built[0].flow_graphs
+    assert len(graph.inputs) == 1   # only x: every weight is a constant of the graph
+
+
+def test_new_shapes_recompile():
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(4, 8), nn.GELU(), nn.Linear(8, 2)).eval()
+    compiled = torch.compile(model, backend='hidet')
+    with torch.no_grad():
+        for batch in (2, 3, 5):
+            x = torch.randn(batch, 4)
+            assert_close(compiled(x), model(x))
+
+
+def test_inplace_operations():
+    def f(x):
+        y = x * 2
+        y.add_(1)
+        y += x
+        z = y.clone()
+        z.mul_(y)
+        return F.relu(z, inplace=True), y
+
+    compile_and_compare(f, torch.randn(3, 3))
+
+
+def test_python_scalars_and_shapes():
+    def f(x, n: int):
+        b, c = x.shape
+        return x.reshape(b * c // n, n).sum(-1) * n, x.size(1) + n
+
+    x = torch.randn(4, 6)
+    compiled = torch.compile(f, backend='hidet')
+    with torch.no_grad():
+        assert_close(compiled(x, 3), f(x, 3))
+        assert_close(compiled(x, 2), f(x, 2))
+
+
+def test_indexing_masks_and_reductions():
+    def f(x, idx):
+        m = x > 0
+        y = x.masked_fill(~m, -1.0)
+        v, i = y.max(dim=-1)
+        return y[:, 1:3], y[idx], v, i, torch.where(m, x, 0.0).mean(), F.softmax(y, dim=-1).argmax(-1)
+
+    compile_and_compare(f, torch.randn(4, 5), torch.tensor([2, 0]))

@@ -1,0 +1,136 @@
+"""GPU tests of the torch frontend: CUDA tensors, float16, use_fp16, CUDA graphs, and (where
+torchvision / transformers import) the target models with random weights. Marked `cuda`: they skip
+themselves on machines without a GPU."""
+import pytest
+import torch
+from torch import nn
+
+import hidet
+from hidet.graph.frontend.torch import dynamo_backend
+from hidet.torch import dynamo_config
+
+from .models import GPTAttention, LlamaLayer, SmallCNN, TransformerBlock, VisionBlocks
+from .utils import assert_close
+
+pytestmark = pytest.mark.cuda
+
+TOL = {torch.float32: 1e-4, torch.float16: 2e-2}
+
+
+@pytest.fixture(autouse=True)
+def exact_float32_reference():
+    """Eager float32 convolutions use TF32 by default on the GPU (cudnn.allow_tf32): compare with exact ones."""
+    saved = torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32
+    torch.backends.cudnn.allow_tf32 = torch.backends.cuda.matmul.allow_tf32 = False
+    yield
+    torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32 = saved
+
+
+def _check(model, inputs, dtype, rtol=None, atol=None, **compile_kwargs):
+    rtol = TOL[dtype] if rtol is None else rtol
+    atol = TOL[dtype] if atol is None else atol
+    model = model.eval().cuda().to(dtype)
+    inputs = [x.cuda().to(dtype) if x.is_floating_point() else x.cuda() for x in inputs]
+    compiled = torch.compile(model, backend='hidet', **compile_kwargs)
+    with torch.inference_mode():
+        for _ in range(2):  # fresh inputs the second time (CUDA-graph replay)
+            assert_close(compiled(*inputs), model(*inputs), rtol, atol)
+            inputs = [torch.randn_like(x) if x.is_floating_point() else x for x in inputs]
+    return compiled
+
+
+@pytest.mark.parametrize('dtype', [torch.float32, torch.float16])
+@pytest.mark.parametrize('name', ['cnn', 'vision', 'transformer', 'gpt', 'llama'])
+def test_small_models(name, dtype):
+    torch.manual_seed(0)
+    model, inputs = {
+        'cnn': lambda: (SmallCNN(), [torch.randn(2, 3, 16, 16)]),
+        'vision': lambda: (VisionBlocks(), [torch.randn(2, 3, 16, 16)]),
+        'transformer': lambda: (TransformerBlock(), [torch.randn(2, 5, 16)]),
+        'gpt': lambda: (GPTAttention(), [torch.randint(0, 50, (2, 7))]),
+        'llama': lambda: (LlamaLayer(), [torch.randn(2, 6, 32), torch.arange(6)[None].expand(2, 6)]),
+    }[name]()
+    _check(model, inputs, dtype)
+
+
+@pytest.mark.parametrize('flag', [True, False])
+def test_cuda_graph_knob(monkeypatch, flag):
+    captured = []
+    original = hidet.CompiledGraph.cuda_graph
+
+    def spy(self):
+        captured.append(self)
+        return original(self)
+
+    monkeypatch.setattr(hidet.CompiledGraph, 'cuda_graph', spy)
+    dynamo_config.use_cuda_graph(flag)
+    torch.manual_seed(0)
+    _check(nn.Sequential(nn.Linear(8, 16), nn.GELU(), nn.Linear(16, 4)), [torch.randn(4, 8)], torch.float32)
+    assert bool(captured) == flag
+
+
+def test_use_fp16_on_float32_model():
+    dynamo_config.use_fp16(True)
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(32, 64), nn.GELU(), nn.LayerNorm(64), nn.Linear(64, 8))
+    compiled = _check(model, [torch.randn(4, 32)], torch.float32, rtol=2e-2, atol=2e-2)
+    assert compiled(torch.randn(4, 32, device='cuda')).dtype == torch.float32
+
+
+def test_non_contiguous_cuda_input_and_structure():
+    def f(x):
+        return {'a': x.sum(0), 'b': (x * 2, x.t().contiguous())}
+
+    x = torch.randn(8, 6, device='cuda').t()
+    compiled = torch.compile(f, backend='hidet')
+    assert_close(compiled(x), f(x))
+
+
+# ---------------------------------------------------------------- the target models (random weights)
+VISION = ['resnet18', 'resnet50', 'mobilenet_v2', 'efficientnet_b0', 'vit_b_16', 'convnext_tiny']
+
+
+@pytest.mark.parametrize('dtype', [torch.float32, torch.float16])
+@pytest.mark.parametrize('name', VISION)
+def test_torchvision(name, dtype):
+    torchvision = pytest.importorskip('torchvision')
+    torch.manual_seed(0)
+    model = getattr(torchvision.models, name)(weights=None)
+    tol = 2e-2 if dtype == torch.float16 else 1e-4
+    _check(model, [torch.randn(1, 3, 224, 224)], dtype, rtol=tol, atol=tol)
+
+
+def _transformers_model(name):
+    tf = pytest.importorskip('transformers')
+    if name == 'bert':
+        cfg = tf.BertConfig(vocab_size=1000, hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
+                            intermediate_size=128, max_position_embeddings=128)
+        return tf.BertModel(cfg)
+    if name == 'gpt2':
+        return tf.GPT2Model(tf.GPT2Config(vocab_size=1000, n_embd=64, n_layer=2, n_head=4, n_positions=128))
+    cfg = tf.LlamaConfig(vocab_size=1000, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                         num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=128)
+    return tf.LlamaModel(cfg)
+
+
+@pytest.mark.parametrize('dtype', [torch.float32, torch.float16])
+@pytest.mark.parametrize('name', ['bert', 'gpt2', 'llama'])
+def test_transformers(name, dtype):
+    torch.manual_seed(0)
+    model = _transformers_model(name)
+    model.config.return_dict = False
+    ids = torch.randint(0, 1000, (2, 16))
+
+    class LastHidden(nn.Module):
+        def __init__(self, m):
+            super().__init__()
+            self.m = m
+
+        def forward(self, x):
+            return self.m(x)[0]
+
+    _check(LastHidden(model), [ids], dtype)
+
+
+def test_backend_module_is_importable():
+    assert dynamo_backend.hidet_backend is hidet.torch.hidet_backend

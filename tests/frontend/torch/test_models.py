@@ -1,0 +1,71 @@
+"""Small models through torch.compile(backend='hidet') on the CPU, compared with eager (float32)."""
+import pytest
+import torch
+from torch import nn
+
+from hidet.torch import hidet_backend
+
+from .models import GPTAttention, LlamaLayer, SmallCNN, TransformerBlock, VisionBlocks
+from .utils import assert_close, compile_and_compare
+
+
+def test_cnn():
+    torch.manual_seed(0)
+    compile_and_compare(SmallCNN().eval(), torch.randn(2, 3, 16, 16))
+
+
+def test_vision_blocks():
+    torch.manual_seed(0)
+    compile_and_compare(VisionBlocks().eval(), torch.randn(2, 3, 16, 16))
+
+
+def test_transformer_block():
+    torch.manual_seed(0)
+    compile_and_compare(TransformerBlock().eval(), torch.randn(2, 5, 16))
+
+
+def test_gpt_block():
+    torch.manual_seed(0)
+    compile_and_compare(GPTAttention().eval(), torch.randint(0, 50, (2, 7)))
+
+
+def test_llama_layer():
+    torch.manual_seed(0)
+    positions = torch.arange(6)[None].expand(2, 6)
+    compile_and_compare(LlamaLayer().eval(), torch.randn(2, 6, 32), positions)
+
+
+def test_multihead_attention_with_weights_and_mask():
+    torch.manual_seed(0)
+    mha = nn.MultiheadAttention(8, 2).eval()
+    mask = torch.triu(torch.ones(4, 4, dtype=torch.bool), 1)
+
+    def f(q, kv):
+        return mha(q, kv, kv, attn_mask=mask)  # (L, N, E), averaged weights
+
+    compile_and_compare(f, torch.randn(4, 2, 8), torch.randn(4, 2, 8))
+
+
+@pytest.mark.parametrize('model_cls, shape', [(SmallCNN, (1, 3, 8, 8)), (TransformerBlock, (1, 3, 16))])
+def test_fx_symbolic_trace_call_module(model_cls, shape):
+    """Graphs with call_module / get_attr nodes (torch.fx.symbolic_trace, and dynamo graphs of older torch)."""
+    torch.manual_seed(0)
+    model = model_cls().eval()
+    gm = torch.fx.symbolic_trace(model)
+    assert any(n.op == 'call_module' for n in gm.graph.nodes)
+    x = torch.randn(*shape)
+    compiled = hidet_backend(gm, [x])
+    with torch.no_grad():
+        assert_close(compiled(x), model(x))
+
+
+def test_native_multi_head_attention():
+    """The fused op nn.MultiheadAttention's fast path calls in eager inference."""
+    torch.manual_seed(0)
+    mha = nn.MultiheadAttention(8, 2, batch_first=True).eval()
+
+    def f(x):
+        return torch._native_multi_head_attention(x, x, x, 8, 2, mha.in_proj_weight, mha.in_proj_bias,
+                                                  mha.out_proj.weight, mha.out_proj.bias, None, False)[0]
+
+    compile_and_compare(f, torch.randn(2, 5, 8))
