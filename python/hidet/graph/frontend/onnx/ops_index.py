@@ -1,0 +1,32 @@
+"""Indexing ONNX operators: Gather, GatherElements, OneHot."""
+from __future__ import annotations
+
+import numpy as np
+
+from hidet.graph import ops
+from hidet.graph.frontend.onnx.registry import register
+from hidet.graph.frontend.onnx.utils import value_dtype
+
+
+@register('Gather', attrs={'axis': 0})
+def gather(ctx, x, indices):
+    x = ctx.tensor(x)
+    return ops.take(x, ctx.tensor(indices), ctx.attrs['axis'])
+
+
+@register('GatherElements', attrs={'axis': 0})
+def gather_elements(ctx, x, indices):
+    return ops.gather(ctx.tensor(x), ctx.attrs['axis'], ctx.tensor(indices))
+
+
+@register('OneHot', attrs={'axis': -1})
+def one_hot(ctx, indices, depth, values):
+    idx = ctx.tensor(indices)
+    n = int(ctx.scalar(depth, 'depth'))
+    off, on = (v.item() for v in np.asarray(ctx.static(values, 'values')).reshape(-1)[:2])
+    dtype = value_dtype(values)
+    axis = ctx.attrs['axis'] % (idx.ndim + 1)
+    wrapped = ops.where(ops.less(idx, 0), ops.add(idx, n), idx)
+    positions = ctx.tensor(np.arange(n, dtype=np.int64).reshape([-1] + [1] * (idx.ndim - axis)))
+    hit = ops.equal(ops.unsqueeze(ops.cast(wrapped, 'int64'), [axis]), positions)
+    return ops.where(hit, ctx.constant(on, dtype), ctx.constant(off, dtype))
