@@ -38,7 +38,7 @@ MODEL_TESTS="tests/frontend/torch/test_gpu.py::test_torchvision tests/frontend/t
 run_pytest() {  # name timeout args...
   local name=$1 limit=$2; shift 2
   local t=$(date +%s)
-  (cd /tmp && timeout "$limit" python3 -m pytest "$@" -q -rfEs -p no:cacheprovider $PARALLEL \
+  (timeout "$limit" python3 -m pytest "$@" -q -rfEs -p no:cacheprovider $PARALLEL \
      --junitxml="$LOG_DIR/$name.xml") > "$LOG_DIR/$name.log" 2>&1
   local rc=$?
   echo "$name: rc=$rc in $(( $(date +%s) - t )) s"; grep -E "passed|failed|^FAILED|^ERROR" "$LOG_DIR/$name.log" | tail -30
