@@ -1,10 +1,12 @@
 // The C API of compiled graphs (runtime.h, "compiled graphs"): thin wrappers over graph.hpp.
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "artifact.hpp"
 #include "c_api_common.hpp"
 #include "graph.hpp"
+#include "graph_tensors.hpp"
 
 struct HidetGraph_ {
   std::shared_ptr<hidet::Graph> graph;
@@ -32,6 +34,14 @@ void fill_info(const hidet::Graph& g, const std::vector<hidet::artifact::IoSpec>
 }  // namespace
 
 extern "C" {
+
+int hidet_dtype_to_dl(const char* name, DLDataType* out_dtype) {
+  API_BEGIN();
+  CHECK_NOT_NULL(name);
+  CHECK_NOT_NULL(out_dtype);
+  *out_dtype = hidet::dl_dtype(name);
+  API_END();
+}
 
 int hidet_graph_load(const char* path, int32_t device_id, HidetGraphHandle* out_graph) {
   API_BEGIN();
@@ -108,6 +118,43 @@ int hidet_graph_run(HidetGraphHandle graph, const void* const* inputs, int32_t n
   API_END();
 }
 
+int hidet_graph_run_tensors(HidetGraphHandle graph, const DLTensor* inputs, int32_t num_inputs,
+                            const DLTensor* outputs, int32_t num_outputs, HidetStream stream) {
+  API_BEGIN();
+  CHECK_NOT_NULL(graph);
+  const hidet::Graph& g = *graph->graph;
+  std::vector<void*> in = hidet::checked_data(g, inputs, num_inputs, false);
+  std::vector<void*> out = hidet::checked_data(g, outputs, num_outputs, true);
+  graph->graph->run(in.data(), num_inputs, out.data(), num_outputs, stream);
+  API_END();
+}
+
+int hidet_graph_run_alloc(HidetGraphHandle graph, const DLTensor* inputs, int32_t num_inputs,
+                          DLManagedTensor** out_outputs, int32_t num_outputs, HidetStream stream) {
+  std::vector<DLManagedTensor*> allocated;
+  API_BEGIN();
+  CHECK_NOT_NULL(graph);
+  CHECK_NOT_NULL(out_outputs);
+  const hidet::Graph& g = *graph->graph;
+  for (int32_t i = 0; i < num_outputs; ++i) out_outputs[i] = nullptr;
+  std::vector<void*> in = hidet::checked_data(g, inputs, num_inputs, false);
+  HIDET_CHECK(num_outputs == static_cast<int32_t>(g.manifest().outputs.size()), "the graph has ",
+              g.manifest().outputs.size(), " output(s), got room for ", num_outputs);
+  try {
+    std::vector<void*> out;
+    for (int32_t i = 0; i < num_outputs; ++i) {
+      allocated.push_back(hidet::allocate_output(g, i, stream));
+      out.push_back(allocated.back()->dl_tensor.data);
+    }
+    graph->graph->run(in.data(), num_inputs, out.data(), num_outputs, stream);
+  } catch (...) {
+    for (DLManagedTensor* t : allocated) t->deleter(t);
+    throw;
+  }
+  for (int32_t i = 0; i < num_outputs; ++i) out_outputs[i] = allocated[i];
+  API_END();
+}
+
 int hidet_graph_cuda_graph_create(HidetGraphHandle graph, HidetCudaGraphHandle* out_cuda_graph) {
   API_BEGIN();
   CHECK_NOT_NULL(graph);
@@ -121,6 +168,17 @@ int hidet_cuda_graph_run(HidetCudaGraphHandle cuda_graph, const void* const* inp
   API_BEGIN();
   CHECK_NOT_NULL(cuda_graph);
   cuda_graph->cuda_graph->run(inputs, num_inputs, outputs, num_outputs, stream);
+  API_END();
+}
+
+int hidet_cuda_graph_run_tensors(HidetCudaGraphHandle cuda_graph, const DLTensor* inputs, int32_t num_inputs,
+                                 const DLTensor* outputs, int32_t num_outputs, HidetStream stream) {
+  API_BEGIN();
+  CHECK_NOT_NULL(cuda_graph);
+  const hidet::Graph& g = cuda_graph->cuda_graph->graph();
+  std::vector<void*> in = hidet::checked_data(g, inputs, num_inputs, false);
+  std::vector<void*> out = hidet::checked_data(g, outputs, num_outputs, true);
+  cuda_graph->cuda_graph->run(in.data(), num_inputs, out.data(), num_outputs, stream);
   API_END();
 }
 

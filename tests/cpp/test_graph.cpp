@@ -12,6 +12,7 @@
 
 #include "artifact_writer.hpp"
 #include "hidet/runtime.h"
+#include "hidet/runtime.hpp"
 
 using namespace hidet_test;
 
@@ -315,4 +316,127 @@ TEST(GraphErrors, CudaArtifactWithoutGpu) {
   std::string err = load_error(artifact(replace(kManifest, R"("target": "cpu", "arch": "x86-64")",
                                                 R"("target": "cuda", "arch": "sm_90")")));
   EXPECT_CONTAINS(err, "artifact g.hidet was built for cuda sm_90 but no CUDA device is available: CUDA is not available");
+}
+
+// ---------------------------------------------------------------- DLPack tensors and the C++ wrapper
+
+namespace {
+
+DLTensor cpu_tensor(std::vector<float>& v, std::vector<int64_t>& shape) {
+  return hidet::rt::make_dl_tensor(v.data(), shape, DLDataType{kDLFloat, 32, 1});
+}
+
+}  // namespace
+
+TEST(GraphTensors, RunChecksEveryTensor) {
+  std::string data = artifact();
+  hidet::rt::Graph g(data.data(), data.size(), "g.hidet");
+  ASSERT_EQ(g.inputs().size(), 1u);
+  EXPECT_EQ(g.inputs()[0].name, "x");
+  EXPECT_EQ(g.outputs()[1].shape, (std::vector<int64_t>{2, 4}));
+  std::vector<float> x = iota8(1.0f), y(8), x_copy(8);
+  std::vector<int64_t> s8{8}, s24{2, 4}, s9{9};
+  g.run({cpu_tensor(x, s8)}, {cpu_tensor(y, s8), cpu_tensor(x_copy, s24)});
+  for (int i = 0; i < 8; ++i) {
+    EXPECT_EQ(y[i], 2.0f * (x[i] + 100.0f + static_cast<float>(i)));
+    EXPECT_EQ(x_copy[i], x[i]);
+  }
+
+  auto error_of = [&](std::vector<DLTensor> inputs, std::vector<DLTensor> outputs) -> std::string {
+    try {
+      g.run(inputs, outputs);
+    } catch (const hidet::rt::Error& e) {
+      return e.what();
+    }
+    return "";
+  };
+  DLTensor good_x = cpu_tensor(x, s8), good_y = cpu_tensor(y, s8), good_c = cpu_tensor(x_copy, s24);
+  EXPECT_CONTAINS(error_of({}, {good_y, good_c}), "the graph takes 1 input(s) (x), got 0");
+  EXPECT_CONTAINS(error_of({good_x}, {good_y}), "the graph has 2 output(s) (y, x_copy), got 1");
+
+  DLTensor t = good_x;
+  t.dtype = DLDataType{kDLFloat, 16, 1};
+  EXPECT_CONTAINS(error_of({t}, {good_y, good_c}), "input 0 ('x'): dtype float16, expected float32");
+  t = good_x;
+  t.shape = s9.data();
+  EXPECT_CONTAINS(error_of({t}, {good_y, good_c}), "input 0 ('x'): shape [9], expected [8]");
+  t = good_c;
+  t.shape = s8.data();
+  t.ndim = 1;
+  EXPECT_CONTAINS(error_of({good_x}, {good_y, t}), "output 1 ('x_copy'): shape [8], expected [2, 4]");
+  t = good_x;
+  t.device = DLDevice{kDLCUDA, 0};
+  EXPECT_CONTAINS(error_of({t}, {good_y, good_c}), "input 0 ('x'): the tensor is on cuda:0 but the graph runs on cpu");
+  t = good_x;
+  t.data = nullptr;
+  EXPECT_CONTAINS(error_of({t}, {good_y, good_c}), "input 0 ('x'): null data pointer");
+  std::vector<int64_t> strides{1, 2};
+  t = good_c;
+  t.strides = strides.data();
+  EXPECT_CONTAINS(error_of({good_x}, {good_y, t}), "output 1 ('x_copy'): the tensor is not contiguous (strides [1, 2])");
+  std::vector<int64_t> compact{4, 1};
+  t.strides = compact.data();
+  EXPECT_EQ(error_of({good_x}, {good_y, t}), "");  // explicit compact strides are fine
+
+  // byte_offset is honoured: x viewed from its second element.
+  std::vector<float> padded = iota8(0.0f);
+  padded.insert(padded.begin(), -1.0f);
+  t = cpu_tensor(padded, s8);
+  t.byte_offset = sizeof(float);
+  EXPECT_EQ(error_of({t}, {good_y, good_c}), "");
+  EXPECT_EQ(x_copy[0], 0.0f);
+  EXPECT_EQ(x_copy[7], 7.0f);
+}
+
+TEST(GraphTensors, RuntimeAllocatedOutputs) {
+  std::string data = artifact();
+  hidet::rt::Graph g(data.data(), data.size(), "g.hidet");
+  std::vector<float> x = iota8(3.0f);
+  std::vector<int64_t> s8{8};
+  for (int iter = 0; iter < 3; ++iter) {
+    std::vector<hidet::rt::Tensor> out = g.run({cpu_tensor(x, s8)});
+    ASSERT_EQ(out.size(), 2u);
+    EXPECT_EQ(out[0]->device.device_type, kDLCPU);
+    EXPECT_EQ(out[0]->dtype.code, kDLFloat);
+    ASSERT_EQ(out[1]->ndim, 2);
+    EXPECT_EQ(out[1]->shape[1], 4);
+    EXPECT_EQ(out[1].nbytes(), 32u);
+    const float* y = static_cast<const float*>(out[0]->data);
+    const float* c = static_cast<const float*>(out[1]->data);
+    for (int i = 0; i < 8; ++i) {
+      EXPECT_EQ(y[i], 2.0f * (x[i] + 100.0f + static_cast<float>(i)));
+      EXPECT_EQ(c[i], x[i]);
+    }
+  }
+  // A failing run hands out nothing.
+  HidetGraphHandle h = g.handle();
+  DLManagedTensor* outs[2] = {reinterpret_cast<DLManagedTensor*>(1), reinterpret_cast<DLManagedTensor*>(1)};
+  std::vector<int64_t> s9{9};
+  DLTensor bad = cpu_tensor(x, s9);
+  EXPECT_EQ(hidet_graph_run_alloc(h, &bad, 1, outs, 2, nullptr), -1);
+  EXPECT_CONTAINS(hidet_get_last_error(), "input 0 ('x'): shape [9], expected [8]");
+  EXPECT_EQ(outs[0], nullptr);
+  EXPECT_EQ(outs[1], nullptr);
+  DLTensor good = cpu_tensor(x, s8);
+  EXPECT_EQ(hidet_graph_run_alloc(h, &good, 1, outs, 1, nullptr), -1);
+  EXPECT_CONTAINS(hidet_get_last_error(), "the graph has 2 output(s), got room for 1");
+}
+
+TEST(GraphTensors, DtypeNames) {
+  DLDataType t;
+  ASSERT_EQ(hidet_dtype_to_dl("bfloat16", &t), 0);
+  EXPECT_EQ(t.code, kDLBfloat);
+  EXPECT_EQ(t.bits, 16);
+  EXPECT_EQ(hidet::rt::dtype_from_name("bool").code, kDLBool);
+  EXPECT_THROW(hidet::rt::dtype_from_name("float8"), hidet::rt::Error);
+  EXPECT_CONTAINS(hidet_get_last_error(), "unknown dtype 'float8'");
+}
+
+TEST(GraphTensors, LoadErrorsThroughTheWrapper) {
+  try {
+    hidet::rt::Graph g("/nonexistent/model.hidet");
+    FAIL() << "loaded a missing file";
+  } catch (const hidet::rt::Error& e) {
+    EXPECT_CONTAINS(e.what(), "/nonexistent/model.hidet");
+  }
 }

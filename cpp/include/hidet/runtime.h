@@ -204,6 +204,13 @@ HIDET_API int hidet_kernel_launch(HidetKernelHandle kernel, void* const* buffers
  * threads and streams; its replays are serialized on the device.
  */
 
+/*!
+ * \brief The DLDataType of one of hidet's dtype names (as HidetTensorInfo.dtype gives them):
+ * "float32" -> {kDLFloat, 32, 1}, "bfloat16" -> {kDLBfloat, 16, 1}, "bool" -> {kDLBool, 8, 1}, ...
+ * An unknown name is an error.
+ */
+HIDET_API int hidet_dtype_to_dl(const char* name, DLDataType* out_dtype);
+
 /*! \brief Opaque handle of a loaded compiled graph. */
 typedef struct HidetGraph_* HidetGraphHandle;
 /*! \brief Opaque handle of a compiled graph captured into a CUDA graph. */
@@ -269,10 +276,36 @@ HIDET_API int hidet_graph_output_info(HidetGraphHandle graph, int32_t index, Hid
  * \param stream The CUDA stream to run on (NULL: the legacy default stream); ignored on the CPU.
  * Wrong counts and NULL pointers (allowed only for empty tensors) are errors naming the input or
  * output, e.g. "input 1 ('x'): null pointer"; a failing kernel is an error naming the instruction,
- * the kernel and the kernel's message. Dtypes, shapes and devices of the buffers are not checked.
+ * the kernel and the kernel's message. Dtypes, shapes and devices of raw buffers cannot be
+ * checked: hidet_graph_run_tensors checks them.
  */
 HIDET_API int hidet_graph_run(HidetGraphHandle graph, const void* const* inputs, int32_t num_inputs,
                               void* const* outputs, int32_t num_outputs, HidetStream stream);
+
+/*!
+ * \brief Run the graph on DLPack tensors, each checked against the graph before anything runs:
+ * the device (the graph's), dtype, shape (the artifact's), contiguity (row-major; strides NULL or
+ * compact) and data pointer (non-NULL unless empty) of every input and output. A mismatch is an
+ * error naming the tensor and what was expected, e.g.
+ * "input 0 ('x'): shape [2, 3], expected [1, 3]". `byte_offset` is honoured.
+ * \param inputs num_inputs tensors in the order of hidet_graph_input_info; the DLTensor structs are
+ *        read during the call only, their data as in hidet_graph_run.
+ * \param outputs num_outputs tensors the run writes; owned by the caller.
+ * Otherwise as hidet_graph_run.
+ */
+HIDET_API int hidet_graph_run_tensors(HidetGraphHandle graph, const DLTensor* inputs, int32_t num_inputs,
+                                      const DLTensor* outputs, int32_t num_outputs, HidetStream stream);
+
+/*!
+ * \brief Run the graph on checked DLPack inputs (as hidet_graph_run_tensors) into outputs the
+ * runtime allocates from the device's memory pool.
+ * \param out_outputs An array of num_outputs (which must equal the graph's number of outputs)
+ *        written with fresh contiguous tensors; the caller owns each and releases it with
+ *        `t->deleter(t)` (on CUDA, memory is stream-ordered: release it once work that reads it is
+ *        enqueued). On error every entry is NULL and nothing needs releasing.
+ */
+HIDET_API int hidet_graph_run_alloc(HidetGraphHandle graph, const DLTensor* inputs, int32_t num_inputs,
+                                    DLManagedTensor** out_outputs, int32_t num_outputs, HidetStream stream);
 
 /*!
  * \brief Capture a CUDA graph of `graph` (a graph loaded for CUDA; for a CPU graph this is an
@@ -290,6 +323,11 @@ HIDET_API int hidet_graph_cuda_graph_create(HidetGraphHandle graph, HidetCudaGra
  */
 HIDET_API int hidet_cuda_graph_run(HidetCudaGraphHandle cuda_graph, const void* const* inputs, int32_t num_inputs,
                                    void* const* outputs, int32_t num_outputs, HidetStream stream);
+
+/*! \brief hidet_cuda_graph_run on DLPack tensors, checked as in hidet_graph_run_tensors. */
+HIDET_API int hidet_cuda_graph_run_tensors(HidetCudaGraphHandle cuda_graph, const DLTensor* inputs,
+                                           int32_t num_inputs, const DLTensor* outputs, int32_t num_outputs,
+                                           HidetStream stream);
 
 /*! \brief Free a CUDA graph, after waiting for its last replay to finish. */
 HIDET_API int hidet_cuda_graph_free(HidetCudaGraphHandle cuda_graph);
