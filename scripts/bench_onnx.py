@@ -1,8 +1,7 @@
 """Latency of ONNX models through hidet against onnxruntime (CPU execution provider) and torch eager.
 
 resnet50 (torchvision) and BERT-base (transformers), random weights, exported with torch.onnx.export;
-hidet runs the optimized graph on CUDA when a GPU is present (the compiled graph when the C++
-executor is there, else node by node), else on the CPU.
+hidet runs the compiled graph on CUDA when a GPU is present, else on the CPU.
 
     python scripts/bench_onnx.py [--models resnet50,bert] [--batch 1] [--seq 128]
 """
@@ -84,11 +83,7 @@ def bench(name: str, make, batch: int, seq: int) -> dict:
     graph = hidet.graph.optimize(module.flow_graph(device=device))
     hidet.drivers.build_tasks([(n.task, 'cuda' if device == 'cuda' else 'cpu') for n in graph.nodes])
     inputs = [hidet.from_torch(feeds[k].to(device)) for k in module.input_names]
-    run = graph
-    row['hidet runs'] = 'FlowGraph (node by node)'
-    if hasattr(hidet._C, 'Graph'):
-        run = graph.build()
-        row['hidet runs'] = 'CompiledGraph'
+    run = graph.build()
     row['hidet compile s'] = round(time.perf_counter() - t0, 1)
     row['hidet ms'] = hidet.utils.benchmark_func(lambda: run(*inputs), warmup=2, number=5, repeat=5)
 

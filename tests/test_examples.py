@@ -1,5 +1,6 @@
 """The examples build and run against the installed package."""
 import os
+import re
 import subprocess
 import sys
 
@@ -27,15 +28,82 @@ def _run_c_example(tmp_path, device: str) -> str:
     return subprocess.run([exe, device], capture_output=True, text=True, check=True).stdout
 
 
-def test_cmake_package_builds_the_examples(tmp_path):
+@pytest.fixture(scope='module')
+def examples_build(tmp_path_factory) -> str:
+    """examples/cpp built as a standalone CMake project against the installed package."""
     cmake_dir = subprocess.run([sys.executable, '-m', 'hidet', '--cmake-dir'], capture_output=True, text=True,
                                check=True).stdout.strip()
-    build = tmp_path / 'build'
+    build = tmp_path_factory.mktemp('examples') / 'build'
     subprocess.run(['cmake', '-S', os.path.join(ROOT, 'examples', 'cpp'), '-B', str(build), f'-Dhidet_DIR={cmake_dir}'],
                    check=True, capture_output=True)
-    subprocess.run(['cmake', '--build', str(build)], check=True, capture_output=True)
-    out = subprocess.run([str(build / 'runtime_info'), 'cpu'], capture_output=True, text=True, check=True).stdout
+    subprocess.run(['cmake', '--build', str(build), '-j', '2'], check=True, capture_output=True)
+    return str(build)
+
+
+def test_cmake_package_builds_the_examples(examples_build):
+    out = subprocess.run([os.path.join(examples_build, 'runtime_info'), 'cpu'], capture_output=True, text=True,
+                         check=True).stdout
     assert 'round trip through cpu memory: ok' in out
+
+
+def _serve(examples_build, tmp_path, device: str, dtype, *flags):
+    """A small torch model → artifact (hidet.torch.compile_to_file) → run_model, a C++ program with no
+    Python, which checks the artifact's outputs against torch's saved beside it."""
+    import torch
+
+    from torch import nn
+
+    import hidet.torch
+
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), nn.BatchNorm2d(8), nn.ReLU(), nn.MaxPool2d(2),
+                          nn.Conv2d(8, 8, 3, padding=1, groups=8), nn.GELU(), nn.AdaptiveAvgPool2d(1), nn.Flatten(),
+                          nn.Linear(8, 10))
+    model = model.eval().to(device=device, dtype=dtype)
+    x = torch.randn(2, 3, 16, 16, device=device, dtype=dtype)
+    path = str(tmp_path / 'cnn.hidet')
+    hidet.torch.compile_to_file(model, [x], path)
+    run = subprocess.run([os.path.join(examples_build, 'run_model'), path, '--repeat', '5', *flags],
+                         capture_output=True, text=True)
+    return path, run
+
+
+def test_torch_model_served_from_cpp(examples_build, tmp_path):
+    import numpy as np
+    import torch
+
+    path, run = _serve(examples_build, tmp_path, 'cpu', torch.float32)
+    print(run.stdout)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert re.search(r'input  \w+ +float32\[2, 3, 16, 16\]', run.stdout)
+    assert 'output output_0     float32[2, 10]: max abs error' in run.stdout and 'all outputs match' in run.stdout
+    assert 'latency: median' in run.stdout
+
+    # A wrong expected output is caught (exit 1), and so is an input file of the wrong size.
+    expected = np.fromfile(path + '.example/output_0.bin', np.float32)
+    (expected + 1).tofile(path + '.example/output_0.bin')
+    run = subprocess.run([os.path.join(examples_build, 'run_model'), path], capture_output=True, text=True)
+    assert run.returncode == 1 and 'MISMATCH' in run.stdout and 'outputs differ' in run.stdout
+    with open(path + '.example/input_0.bin', 'wb') as f:
+        f.write(b'\0' * 12)
+    run = subprocess.run([os.path.join(examples_build, 'run_model'), path], capture_output=True, text=True)
+    assert run.returncode == 1 and re.search(r"holds 12 bytes; input '\w+' \(float32\[2, 3, 16, 16\]\) takes 6144",
+                                             run.stderr)
+    # Random inputs: runs, checks nothing.
+    run = subprocess.run([os.path.join(examples_build, 'run_model'), path, '--random', '--repeat', '3'],
+                         capture_output=True, text=True, check=True)
+    assert '(random)' in run.stdout and 'match' not in run.stdout
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize('flags', [(), ('--cuda-graph',)])
+def test_torch_model_served_from_cpp_on_cuda(examples_build, tmp_path, flags):
+    import torch
+
+    _, run = _serve(examples_build, tmp_path, 'cuda', torch.float16, *flags)
+    print(run.stdout)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert 'on cuda' in run.stdout and 'all outputs match' in run.stdout
 
 
 def test_c_example_without_python(tmp_path):

@@ -3,7 +3,7 @@ arena, gather the weights, and write the artifact (docs/artifact.md) that the C+
 from __future__ import annotations
 
 import json
-from typing import Dict, List, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 from hidet.graph.flow_graph import FlowGraph, display_name
 from hidet.graph.tensor import Tensor, _host_values
@@ -48,7 +48,8 @@ class MemoryPlanner:
         self.free = merged
 
 
-def build_flow_graph(graph: FlowGraph, space: int = 0) -> CompiledGraph:
+def build_flow_graph(graph: FlowGraph, space: int = 0, input_names: Optional[Sequence[str]] = None,
+                     output_names: Optional[Sequence[str]] = None) -> CompiledGraph:
     from hidet.backend.compiler import cuda_arch
     from hidet.drivers.build_task import build_tasks
 
@@ -70,8 +71,9 @@ def build_flow_graph(graph: FlowGraph, space: int = 0) -> CompiledGraph:
         index[id(t)] = len(tensors) - 1
         return index[id(t)]
 
-    inputs = [{'name': f'x{i}' if len(graph.inputs) > 1 else 'x', 'tensor': add(t, 'input')}
-              for i, t in enumerate(graph.inputs)]
+    input_names = _names(input_names, 'x', len(graph.inputs), 'input')
+    output_names = _names(output_names, 'y', len(graph.outputs), 'output')
+    inputs = [{'name': input_names[i], 'tensor': add(t, 'input')} for i, t in enumerate(graph.inputs)]
 
     # Weights: each constant once, at 64-byte aligned offsets of weights.bin.
     weight_blobs: List[bytes] = []
@@ -117,7 +119,7 @@ def build_flow_graph(graph: FlowGraph, space: int = 0) -> CompiledGraph:
             tensors.append({'dtype': t.dtype.name, 'shape': list(t.shape), 'storage': 'output'})
             instructions.append({'copy': tid, 'to': copy})
             tid = copy
-        outputs.append({'name': f'y{i}' if len(graph.outputs) > 1 else 'y', 'tensor': tid})
+        outputs.append({'name': output_names[i], 'tensor': tid})
 
     arena_nbytes = _plan_arena(tensors, instructions)
     manifest = {
@@ -174,3 +176,13 @@ def _nbytes(spec: dict) -> int:
     for s in spec['shape']:
         n *= s
     return n
+
+
+def _names(names: Optional[Sequence[str]], prefix: str, count: int, what: str) -> List[str]:
+    """The artifact's names of the graph's inputs or outputs: given, else x / x0, x1, ... (y for outputs)."""
+    if names is None:
+        return [f'{prefix}{i}' if count > 1 else prefix for i in range(count)]
+    names = [str(n) for n in names]
+    if len(names) != count or len(set(names)) != count or not all(names):
+        raise ValueError(f'{what}_names: expected {count} distinct non-empty names, got {names}')
+    return names

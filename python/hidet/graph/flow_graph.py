@@ -103,11 +103,13 @@ class FlowGraph:
                 raise ValueError(f'input {i}: expected {sym.signature()}, got {value.signature()}')
         return {id(sym): value for sym, value in zip(self.inputs, inputs)}
 
-    def build(self, space: int = 0):
-        """Compile into a CompiledGraph: kernels built in parallel, intermediates planned in an arena."""
+    def build(self, space: int = 0, input_names: Optional[Sequence[str]] = None,
+              output_names: Optional[Sequence[str]] = None):
+        """Compile into a CompiledGraph: kernels built in parallel, intermediates planned in an arena.
+        The names are those of the artifact's inputs and outputs (default x, x0, x1, ... and y, y0, ...)."""
         from hidet.drivers.build_graph import build_flow_graph
 
-        return build_flow_graph(self, space=space)
+        return build_flow_graph(self, space=space, input_names=input_names, output_names=output_names)
 
     def cuda_graph(self):
         """Build, then capture into a CUDA graph (see CompiledGraph.cuda_graph)."""

@@ -6,14 +6,17 @@
 
     @hidet.torch.register_function(torch.nn.functional.relu)
     def relu(x, inplace=False): return hidet.ops.relu(x)
+
+    hidet.torch.compile_to_file(model, [x], 'model.hidet')   # an artifact for the C++ runtime
 """
 from hidet.graph.frontend.torch import (  # noqa: F401
     CompiledFx, CompileOptions, DynamoConfig, HidetModule, Interpreter, Registry, UnsupportedOperatorsError,
-    default_registry, dynamo_config, hidet_backend, register_function, register_method, register_module, target_name,
+    compile_to_file, default_registry, dynamo_config, hidet_backend, register_function, register_method,
+    register_module, target_name,
 )
 
 __all__ = [
     'CompiledFx', 'CompileOptions', 'DynamoConfig', 'HidetModule', 'Interpreter', 'Registry',
-    'UnsupportedOperatorsError', 'default_registry', 'dynamo_config', 'hidet_backend', 'register_function',
-    'register_method', 'register_module', 'target_name',
+    'UnsupportedOperatorsError', 'compile_to_file', 'default_registry', 'dynamo_config', 'hidet_backend',
+    'register_function', 'register_method', 'register_module', 'target_name',
 ]

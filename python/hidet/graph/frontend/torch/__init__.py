@@ -5,6 +5,7 @@
   ``register_modules.py``: the conversions of torch functions, tensor methods and nn.Module leaves
 - ``interpreter.py``: runs an fx graph on hidet tensors through the conversions
 - ``dynamo_backend.py``: the backend itself; ``dynamo_config.py``: its options
+- ``export.py``: ``compile_to_file``, a model to an artifact for serving without Python
 - ``correctness.py`` (the per-node error report), ``fallback.py`` (eager fallback for unsupported ops)
 
 Guide: docs/torch-frontend.md.
@@ -16,9 +17,10 @@ from hidet.graph.frontend.torch import register_functions, register_nn_functions
 from hidet.graph.frontend.torch.dynamo_config import CompileOptions, DynamoConfig, dynamo_config
 from hidet.graph.frontend.torch.interpreter import Interpreter, UnsupportedOperatorsError
 from hidet.graph.frontend.torch.dynamo_backend import CompiledFx, hidet_backend
+from hidet.graph.frontend.torch.export import compile_to_file
 
 __all__ = [
     'HidetModule', 'Registry', 'default_registry', 'register_function', 'register_method', 'register_module',
     'target_name', 'CompileOptions', 'DynamoConfig', 'dynamo_config', 'Interpreter', 'UnsupportedOperatorsError',
-    'CompiledFx', 'hidet_backend',
+    'CompiledFx', 'hidet_backend', 'compile_to_file',
 ]

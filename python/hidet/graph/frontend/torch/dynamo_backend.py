@@ -188,8 +188,6 @@ class CompiledFx:
             optimized = hidet.graph.optimize(flow_graph)
         if dump:
             _write(dump, 'flow_graph_optimized.txt', str(optimized))
-        if not _runtime_runs_graphs():  # until the C++ graph executor is in this build
-            return _Compiled(_NodeByNode(optimized), out_spec, len(graph_outputs), optimized)
         compiled_graph = optimized.build(space=config.search_space)
         if dump:
             compiled_graph.save(os.path.join(dump, 'graph.hidet'))
@@ -231,25 +229,6 @@ class CompiledFx:
     @property
     def flow_graphs(self) -> List[Any]:
         return [c.flow_graph for c in self._cache.values() if c.flow_graph is not None]
-
-
-def _runtime_runs_graphs() -> bool:
-    return hasattr(hidet._C, 'Graph')
-
-
-class _NodeByNode:
-    """Runs an optimized FlowGraph operator by operator from Python (used only where the C++ graph
-    executor is not built in)."""
-
-    def __init__(self, graph):
-        self.graph = graph
-
-    def __call__(self, inputs: Sequence[torch.Tensor]) -> List[torch.Tensor]:
-        outs = self.graph(*[hidet.from_torch(t) for t in inputs])
-        outs = [outs] if isinstance(outs, Tensor) else list(outs)
-        fixed = {id(t) for t in self.graph.inputs + self.graph.constants}
-        return [o.torch().clone() if id(o) in fixed or any(o is p for p in outs[:i]) else o.torch()
-                for i, o in enumerate(outs)]
 
 
 def _plain(a):
