@@ -138,6 +138,39 @@ def test_spaces(mnk):
             assert check_config(spec, c) == '', c
 
 
+@pytest.mark.parametrize('policy,kwargs', [('disabled', {'disabled': True}), ('4', {'nparts': 4}),
+                                            ('search', {'search': True})])
+def test_parallel_k_reaches_the_space(policy, kwargs):
+    """PassContext.set_parallel_k becomes the matmul task's attribute (and key), which the space obeys."""
+    specs = (([128, 4096], 'float16'), ([4096, 4096], 'float16'))
+    (default_task,) = fused_tasks(lambda x, w: ops.gelu(ops.matmul(x, w)), *specs)
+    assert 'parallel_k' not in default_task.attrs
+    assert space(match_gemm(default_task), 0, sms=132)[0].split_k > 1  # the heuristic splits this shape
+    with hidet.graph.PassContext() as ctx:
+        ctx.set_parallel_k(**kwargs)
+        (task,) = fused_tasks(lambda x, w: ops.gelu(ops.matmul(x, w)), *specs)
+    assert task.attrs['parallel_k'] == policy and task.key() != default_task.key()
+    spec = match_gemm(task)
+    levels = {level: space(spec, level, sms=132) for level in (0, 1, 2)}
+    if policy == 'search':
+        assert levels[0] == space(match_gemm(default_task), 0, sms=132)
+        assert {c.split_k for c in levels[1]} >= {1, 2, 4, 8, 16}
+    else:
+        want = 1 if policy == 'disabled' else 4
+        assert all(c.split_k == want for cfgs in levels.values() for c in cfgs)
+    for cfgs in levels.values():
+        assert cfgs and all(not check_config(spec, c) for c in cfgs)
+    with pytest.raises(ValueError, match='at most one'):
+        hidet.graph.PassContext().set_parallel_k(disabled=True, nparts=2)
+
+
+def test_use_tensor_core_says_there_is_no_tf32_yet():
+    with hidet.graph.PassContext() as ctx:
+        ctx.set_use_tensor_core(True)
+        with pytest.warns(UserWarning, match='TF32 matmul kernels are not implemented yet'):
+            fused_tasks(lambda x, w: ops.matmul(x, w), ([8, 16], 'float32'), ([16, 8], 'float32'))
+
+
 def test_default_configs_per_shape_class():
     big = default_config(match_gemm(matmul_task([4096, 4096], [4096, 4096])), sms=132)
     assert (big.bm, big.bn, big.bk, big.stages, big.split_k) == (256, 128, 64, 3, 1)  # the level-2 pick on an H100

@@ -10,6 +10,7 @@ from typing import List
 
 from hidet.graph.flow_graph import FlowGraph
 from hidet.graph.transforms import pass_context
+from hidet.graph.transforms.annotate_kernel_options import AnnotateKernelOptions
 from hidet.graph.transforms.base import GraphPass, rewrite_graph
 from hidet.graph.transforms.convert_precision import ConvertPrecision
 from hidet.graph.transforms.convert_reduce_precision import ConvertReducePrecision
@@ -26,7 +27,7 @@ def default_passes() -> List[GraphPass]:
     """Dead code needs no pass: a graph holds only the nodes its outputs depend on."""
     return [ConvertPrecision(), ConvertReducePrecision(), FoldConstants(), SimplifyTransforms(), FoldConvBatchNorm(),
             MergeSiblingMatmuls(), EliminateCommonSubexpressions(),
-            FuseOperators()]
+            FuseOperators(), AnnotateKernelOptions()]
 
 
 def optimize(graph: FlowGraph) -> FlowGraph:

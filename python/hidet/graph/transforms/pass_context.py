@@ -40,13 +40,18 @@ class PassContext:
         return self
 
     def set_use_tensor_core(self, flag: bool = True) -> 'PassContext':
+        """Allow TF32 tensor cores in float32 matmuls (16-bit matmuls always use tensor cores). No TF32
+        kernel exists yet: optimize() warns, and float32 matmuls stay exact."""
         self.use_tensor_core = bool(flag)
         return self
 
     def set_parallel_k(self, disabled: bool = False, search: bool = False, nparts: Optional[int] = None
                        ) -> 'PassContext':
-        """Split-k for matmuls whose M·N is too small to fill the GPU: 'default' (heuristic),
-        'disabled', 'search' or a fixed number of parts."""
+        """Split-k of the tensor-core matmul template (a matmul whose M·N tiles do not fill the GPU splits
+        its K among blocks): 'default' (a heuristic per shape), 'disabled' (never split), 'search' (tuning
+        levels 1 and 2 also try 2, 4, 8 and 16 parts) or ``nparts`` (always that many, where K allows)."""
+        if nparts is not None and (int(nparts) < 1 or int(nparts) > 16):
+            raise ValueError(f'set_parallel_k: nparts must be in 1..16, got {nparts}')
         choices = [bool(disabled), bool(search), nparts is not None]
         if sum(choices) > 1:
             raise ValueError('set_parallel_k: choose at most one of disabled, search and nparts')

@@ -2,6 +2,7 @@
 handful of tile shapes around it, level 2 the tile shapes x k-tile x pipeline depth x split-k."""
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import List, Tuple
 
 from .mma import MmaConfig, check_config, tiles
@@ -99,8 +100,32 @@ def default_config(spec: GemmSpec, sms: int = None) -> MmaConfig:
 
 
 def space(spec: GemmSpec, level: int, sms: int = None) -> List[MmaConfig]:
-    """The candidates of ``level`` (0: the default alone), default first."""
-    sms = sms or sm_count()
+    """The candidates of ``level`` (0: the default alone), default first, under the task's split-k policy
+    (its ``parallel_k`` attribute, from PassContext.set_parallel_k)."""
+    policy = str(spec.task.attrs.get('parallel_k', 'default'))
+    cfgs = _space(spec, level, sms or sm_count())
+    if policy == 'default':
+        return cfgs
+    if policy == 'search':
+        if level == 0:
+            return cfgs
+        first = cfgs[0]
+        splits = [replace(first, split_k=s) for s in (1, 2, 4, 8, 16)]
+        limit = LEVEL1_MAX if level == 1 else LEVEL2_MAX
+        return _valid(spec, [first] + splits + cfgs[1:])[:limit + len(splits)]
+    split = 1 if policy == 'disabled' else int(policy)
+    forced = _valid(spec, [replace(c, split_k=split) for c in cfgs])
+    if not forced and split > 1:  # K too short for that many parts: as close as K allows
+        for s in (8, 4, 2, 1):
+            forced = _valid(spec, [replace(c, split_k=s) for c in cfgs if s < split])
+            if forced:
+                break
+    if not forced:
+        raise ValueError(f'no matmul template config fits {spec.shape_text()} with parallel_k={policy}')
+    return forced
+
+
+def _space(spec: GemmSpec, level: int, sms: int) -> List[MmaConfig]:
     first = default_config(spec, sms)
     if level == 0:
         return [first]
