@@ -6,8 +6,9 @@
 #
 #   bash scripts/gpu_check.sh [LOG_DIR] [STAGE...]
 #   STAGE: core (cuda tests but the model suites), models (torchvision / transformers / ONNX models),
-#          bench (build times, ops, matmul). Default: core bench.
-#   TEST_TIMEOUT=360 MODELS_TIMEOUT=480 BENCH_TIMEOUT=120
+#          bench (build times, ops, matmul), report (the model table, serving from C++ against Python,
+#          ONNX models against onnxruntime). Default: core bench.
+#   TEST_TIMEOUT=360 MODELS_TIMEOUT=480 BENCH_TIMEOUT=120 REPORT_MODELS=resnet18,...
 #
 # pytest-xdist spreads the tests over the cores where installed; wheels under .whl/ (see the device
 # tool's notes) are installed first, so it can be carried to a machine without a network.
@@ -60,6 +61,14 @@ for stage in $STAGES; do
       (cd /tmp && timeout "${BENCH_TIMEOUT:-120}" python3 "$ROOT/scripts/bench_matmul.py" \
          4096x4096x4096 1x4096x4096 128x4096x4096 --space 0) 2>&1 | grep -v "it/s\]" | tee "$LOG_DIR/bench_matmul.log"
       (cd /tmp && timeout 45 python3 "$ROOT/scripts/bench_ops.py") 2>&1 | tee "$LOG_DIR/bench_ops.log" | tail -30 ;;
+    report)
+      echo "== report"
+      (cd /tmp && timeout 120 python3 "$ROOT/scripts/bench_serving.py" --model resnet18 --dtype f16 --device cuda) 2>&1 \
+        | grep -v "it/s\]" | grep -v "^  output" | tee "$LOG_DIR/bench_serving.log" | tail -8
+      (cd /tmp && timeout 150 python3 "$ROOT/scripts/bench_onnx.py") 2>&1 | grep -v "it/s\]" \
+        | tee "$LOG_DIR/bench_onnx.log" | tail -8
+      (cd /tmp && python3 "$ROOT/scripts/bench_models.py" --timeout 240 --markdown "$LOG_DIR/models.md" \
+         ${REPORT_MODELS:+--models $REPORT_MODELS}) 2>&1 | tee "$LOG_DIR/bench_models.log" ;;
     *) echo "unknown stage $stage"; status=1 ;;
   esac
 done

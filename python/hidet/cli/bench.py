@@ -6,6 +6,7 @@ first torch.compile call). Ratios > 1 mean hidet is faster.
 """
 from __future__ import annotations
 
+import json
 import statistics
 import time
 from typing import Callable, Dict, List, Tuple
@@ -26,6 +27,7 @@ def add_parser(sub) -> None:
         p.add_argument('--space', type=int, default=0, choices=[0, 1, 2], help="hidet's search space (tuning level)")
         p.add_argument('--warmup', type=int, default=5)
         p.add_argument('--repeat', type=int, default=20)
+        p.add_argument('--json', action='store_true', help='also print the results as one JSON line')
         p.set_defaults(func=run)
 
     p = kinds.add_parser('matmul', help='C[M, N] = A[M, K] @ B[K, N]')
@@ -42,7 +44,8 @@ def add_parser(sub) -> None:
     p.add_argument('--groups', type=int, default=1)
     common(p)
     p = kinds.add_parser('model', help='a torchvision or transformers model with random weights')
-    p.add_argument('name', help='resnet18, resnet50, mobilenet_v2, efficientnet_b0, vit_b_16, convnext_tiny, bert, gpt2')
+    p.add_argument('name', help='resnet18, resnet50, mobilenet_v2, efficientnet_b0, vit_b_16, convnext_tiny, bert, gpt2, '
+                   'llama')
     p.add_argument('--batch', type=int, default=1)
     p.add_argument('--seq', type=int, default=128, help='sequence length of language models')
     p.add_argument('--mode', default=None, help='torch.compile mode for hidet and inductor (e.g. max-autotune)')
@@ -175,4 +178,8 @@ def run(args) -> int:
         ['hidet speed-up vs eager', 'vs inductor', 'compile (s)']
     print(f'{title} on {args.device}')
     print(tabulate(rows, headers=headers))
+    if args.json:
+        print('JSON ' + json.dumps({'case': title, 'device': args.device, 'mode': getattr(args, 'mode', None),
+                                    'space': args.space, 'tflop': flops / 1e12 if flops else None,
+                                    'results': {b: {'ms': ms, 'compile_s': c} for b, (ms, c) in results.items()}}))
     return 0

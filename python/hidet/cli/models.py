@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import List, Tuple
 
 VISION = ('resnet18', 'resnet50', 'mobilenet_v2', 'efficientnet_b0', 'vit_b_16', 'convnext_tiny')
-LANGUAGE = ('bert', 'gpt2')
+LANGUAGE = ('bert', 'gpt2', 'llama')
 
 
 def make_model(name: str, batch: int, seq: int, device: str, dtype) -> Tuple[object, List]:
@@ -26,6 +26,11 @@ def make_model(name: str, batch: int, seq: int, device: str, dtype) -> Tuple[obj
         if name == 'bert':
             config = transformers.BertConfig()
             model = transformers.BertModel(config)
+        elif name == 'llama':  # a Llama-style decoder from a small config (RMSNorm, rotary, GQA SDPA, SiLU gating)
+            config = transformers.LlamaConfig(vocab_size=32000, hidden_size=1024, intermediate_size=2816,
+                                              num_hidden_layers=8, num_attention_heads=16, num_key_value_heads=4,
+                                              max_position_embeddings=2048)
+            model = transformers.LlamaModel(config)
         else:
             config = transformers.GPT2Config()
             model = transformers.GPT2Model(config)
