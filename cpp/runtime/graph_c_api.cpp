@@ -31,6 +31,15 @@ void fill_info(const hidet::Graph& g, const std::vector<hidet::artifact::IoSpec>
   out->nbytes = t.nbytes;
 }
 
+// Check DLPack inputs and outputs against `g`, then run `runner` (the graph or its CUDA graph) on them.
+template <typename Runner>
+void run_checked(const hidet::Graph& g, Runner& runner, const DLTensor* inputs, int32_t num_inputs,
+                 const DLTensor* outputs, int32_t num_outputs, void* stream) {
+  std::vector<void*> in = hidet::checked_data(g, inputs, num_inputs, false);
+  std::vector<void*> out = hidet::checked_data(g, outputs, num_outputs, true);
+  runner.run(in.data(), num_inputs, out.data(), num_outputs, stream);
+}
+
 }  // namespace
 
 extern "C" {
@@ -122,10 +131,7 @@ int hidet_graph_run_tensors(HidetGraphHandle graph, const DLTensor* inputs, int3
                             const DLTensor* outputs, int32_t num_outputs, HidetStream stream) {
   API_BEGIN();
   CHECK_NOT_NULL(graph);
-  const hidet::Graph& g = *graph->graph;
-  std::vector<void*> in = hidet::checked_data(g, inputs, num_inputs, false);
-  std::vector<void*> out = hidet::checked_data(g, outputs, num_outputs, true);
-  graph->graph->run(in.data(), num_inputs, out.data(), num_outputs, stream);
+  run_checked(*graph->graph, *graph->graph, inputs, num_inputs, outputs, num_outputs, stream);
   API_END();
 }
 
@@ -175,10 +181,8 @@ int hidet_cuda_graph_run_tensors(HidetCudaGraphHandle cuda_graph, const DLTensor
                                  const DLTensor* outputs, int32_t num_outputs, HidetStream stream) {
   API_BEGIN();
   CHECK_NOT_NULL(cuda_graph);
-  const hidet::Graph& g = cuda_graph->cuda_graph->graph();
-  std::vector<void*> in = hidet::checked_data(g, inputs, num_inputs, false);
-  std::vector<void*> out = hidet::checked_data(g, outputs, num_outputs, true);
-  cuda_graph->cuda_graph->run(in.data(), num_inputs, out.data(), num_outputs, stream);
+  run_checked(cuda_graph->cuda_graph->graph(), *cuda_graph->cuda_graph, inputs, num_inputs, outputs, num_outputs,
+              stream);
   API_END();
 }
 
