@@ -16,14 +16,9 @@ A block computes a BM x BN tile of C (its warps WM x WN tiles each) over its sha
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import Dict
 
-from hidet.ir.dtypes import int64
-from hidet.ir.expr import BufferLoad, Expr, TensorElement, Var, cast, convert
-from hidet.ir.functors import rewrite
-from hidet.ir.type import TensorType
-
-from .spec import GemmSpec, flat_index
+from .spec import GemmSpec
+from .values import GemmValues, _prod
 
 PAD = 8          # halves of padding per shared row (16 bytes)
 STAGE_PAD = 8    # floats of padding per row of the epilogue's staging tile
@@ -111,33 +106,6 @@ def vector_store(spec: GemmSpec) -> bool:
     return spec.out_n_contiguous and spec.n % v == 0 and v > 1
 
 
-def _prod(xs) -> int:
-    n = 1
-    for x in xs:
-        n *= x
-    return n
-
-
-class _Lowerer:
-    """Task expressions (TensorElements of the task's inputs) → script expressions (loads of the kernel's
-    parameters), with the GEMM's variables replaced by script values."""
-
-    def __init__(self, spec: GemmSpec, params: Dict[int, Var]):
-        self.spec, self.params = spec, params
-
-    def __call__(self, expr: Expr, values: Dict[Var, Expr]) -> Expr:
-        ids = {id(k): v for k, v in values.items()}
-
-        def fn(e: Expr):
-            if isinstance(e, Var) and id(e) in ids:
-                return ids[id(e)]
-            if isinstance(e, TensorElement):
-                return BufferLoad(self.params[id(e.tensor)], flat_index(e.indices, e.tensor.shape), e.tensor.dtype)
-            return None
-
-        return rewrite(expr, fn)
-
-
 def kernel_name(spec: GemmSpec, cfg: MmaConfig) -> str:
     return f'mma_{spec.task.name[:40]}_{cfg.name()}'
 
@@ -154,13 +122,10 @@ def build_script_module(spec: GemmSpec, cfg: MmaConfig):
     why = check_config(spec, cfg)
     if why:
         raise ValueError(f'matmul template config {cfg.name()} for {spec.shape_text()}: {why}')
-    task = spec.task
-    # parameters are flat: every index is computed here
-    ins = [Var(f'in{i}', t.dtype, type=TensorType(t.dtype, [_prod(t.shape)], 'pointer'))
-           for i, t in enumerate(task.inputs)]
-    out = Var('out', spec.out_dtype, type=TensorType(spec.out_dtype, [_prod(task.outputs[0].shape)], 'pointer'))
-    params = {id(t): v for t, v in zip(task.inputs, ins)}
-    lower = _Lowerer(spec, params)
+    values = GemmValues(spec)
+    ins, out = values.ins, values.out
+    a_value, b_value, epilogue, out_index = values.a_value, values.b_value, values.epilogue, values.out_index
+    direct_base = values.direct_base
 
     dt = spec.mma_dtype
     M, N, K = spec.m, spec.n, spec.k
@@ -192,50 +157,10 @@ def build_script_module(spec: GemmSpec, cfg: MmaConfig):
     E_ITERS = BM * BN // V // THREADS
     ACC_N = MT * NT * 4
     ACCS = [(mi, ni, e) for mi in MTS for ni in NTS for e in FOUR]
-    batch_strides = [_prod(spec.batch_shape[d + 1:]) for d in range(len(spec.batch_shape))]
-
-    def batch_values(bz):
-        return {v: (bz / st) % ext if st * ext < BATCH else bz / st
-                for v, st, ext in zip(spec.batch_vars, batch_strides, spec.batch_shape)}
-
-    def direct_base(op, bz):
-        """int64 offset of the operand's element (batch bz, 0, 0)."""
-        pos, index = op.direct
-        total: Expr = convert(index.offset, int64)
-        for v, val in batch_values(bz).items():
-            c = index.coeff(v)
-            if c:
-                total = total + cast(val, int64) * c
-        return total
-
-    def strides(op, mn_var):
-        pos, index = op.direct
-        return index.coeff(mn_var), index.coeff(spec.k_var)
-
     A_PTR = ins[spec.a.direct[0]] if A_DIRECT else None
     B_PTR = ins[spec.b.direct[0]] if B_DIRECT else None
-    A_SMN, A_SK = strides(spec.a, spec.m_var) if A_DIRECT else (0, 0)
-    B_SMN, B_SK = strides(spec.b, spec.n_var) if B_DIRECT else (0, 0)
-
-    def a_value(bz, gm, gk):
-        vals = batch_values(bz)
-        vals.update({spec.m_var: gm, spec.k_var: gk})
-        return lower(spec.a.value, vals)
-
-    def b_value(bz, gn, gk):
-        vals = batch_values(bz)
-        vals.update({spec.n_var: gn, spec.k_var: gk})
-        return lower(spec.b.value, vals)
-
-    def epilogue(bz, gm, gn, accv):
-        vals = batch_values(bz)
-        vals.update({spec.m_var: gm, spec.n_var: gn, spec.acc: accv})
-        return lower(spec.epilogue, vals)
-
-    def out_index(bz, gm, gn):
-        vals = batch_values(bz)
-        vals.update({spec.m_var: gm, spec.n_var: gn})
-        return lower(spec.out_index, vals)
+    A_SMN, A_SK = values.direct_strides(spec.a, spec.m_var) if A_DIRECT else (0, 0)
+    B_SMN, B_SK = values.direct_strides(spec.b, spec.n_var) if B_DIRECT else (0, 0)
 
     name = kernel_name(spec, cfg)
 

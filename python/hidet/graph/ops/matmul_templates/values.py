@@ -1,0 +1,86 @@
+"""What every matmul template's kernel computes with, from a GemmSpec: the kernel's flat parameters
+(the task's inputs, then the output) and the task's expressions lowered onto them — an operand's value
+at (batch, m|n, k), the epilogue at (batch, m, n, accumulator), the flat output index — so the templates
+(mma.py on CUDA, cpu.py on the CPU) differ only in how they loop."""
+from __future__ import annotations
+
+from typing import Dict
+
+from hidet.ir.dtypes import int64
+from hidet.ir.expr import BufferLoad, Expr, TensorElement, Var, cast, convert
+from hidet.ir.functors import rewrite
+from hidet.ir.schedulers.lowering import flat_index
+from hidet.ir.type import TensorType
+
+from .spec import GemmSpec, Operand
+
+
+def _prod(xs) -> int:
+    n = 1
+    for x in xs:
+        n *= x
+    return n
+
+
+class GemmValues:
+    def __init__(self, spec: GemmSpec):
+        self.spec = spec
+        task = spec.task
+        self.ins = [Var(f'in{i}', t.dtype, type=TensorType(t.dtype, [_prod(t.shape)], 'pointer'))
+                    for i, t in enumerate(task.inputs)]
+        self.out = Var('out', spec.out_dtype,
+                       type=TensorType(spec.out_dtype, [_prod(task.outputs[0].shape)], 'pointer'))
+        self._params = {id(t): v for t, v in zip(task.inputs, self.ins)}
+        self._batch_strides = [_prod(spec.batch_shape[d + 1:]) for d in range(len(spec.batch_shape))]
+
+    def lower(self, expr: Expr, values: Dict[Var, Expr]) -> Expr:
+        """``expr`` (over the task's inputs and the GEMM's variables) with the variables replaced by
+        ``values`` and each read of an input a load of the kernel's flat parameter."""
+        ids = {id(k): v for k, v in values.items()}
+
+        def fn(e: Expr):
+            if isinstance(e, Var) and id(e) in ids:
+                return ids[id(e)]
+            if isinstance(e, TensorElement):
+                return BufferLoad(self._params[id(e.tensor)], flat_index(e.indices, e.tensor.shape), e.tensor.dtype)
+            return None
+
+        return rewrite(expr, fn)
+
+    def batch_values(self, bz) -> Dict[Var, Expr]:
+        """The batch variables at flat batch index ``bz``."""
+        spec = self.spec
+        return {v: (bz / st) % ext if st * ext < spec.batch else bz / st
+                for v, st, ext in zip(spec.batch_vars, self._batch_strides, spec.batch_shape)}
+
+    def direct_base(self, op: Operand, bz) -> Expr:
+        """int64 offset of a direct operand's element (batch bz, 0, 0)."""
+        pos, index = op.direct
+        total: Expr = convert(index.offset, int64)
+        for v, val in self.batch_values(bz).items():
+            c = index.coeff(v)
+            if c:
+                total = total + cast(val, int64) * c
+        return total
+
+    def direct_strides(self, op: Operand, mn_var: Var):
+        """(stride along m or n, stride along k) of a direct operand, in elements."""
+        pos, index = op.direct
+        return index.coeff(mn_var), index.coeff(self.spec.k_var)
+
+    def a_value(self, bz, gm, gk) -> Expr:
+        return self._at(self.spec.a.value, bz, {self.spec.m_var: gm, self.spec.k_var: gk})
+
+    def b_value(self, bz, gn, gk) -> Expr:
+        return self._at(self.spec.b.value, bz, {self.spec.n_var: gn, self.spec.k_var: gk})
+
+    def epilogue(self, bz, gm, gn, acc) -> Expr:
+        return self._at(self.spec.epilogue, bz, {self.spec.m_var: gm, self.spec.n_var: gn, self.spec.acc: acc})
+
+    def out_index(self, bz, gm, gn) -> Expr:
+        return self._at(self.spec.out_index, bz, {self.spec.m_var: gm, self.spec.n_var: gn})
+
+    def _at(self, expr: Expr, bz, values: Dict[Var, Expr]) -> Expr:
+        vals = self.batch_values(bz)
+        vals.update(values)
+        return self.lower(expr, vals)
