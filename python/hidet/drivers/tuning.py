@@ -1,8 +1,8 @@
 """Tuning at build time: which config of a template each task runs.
 
 Level 0 takes the template's default. Levels 1 and 2 compile the candidates of every task still untuned in
-parallel (one ``build_libraries`` call), then benchmark each task's candidates on the GPU (CUDA events, a
-progress bar ``Finding the best candidates for <task> <shapes>``) and store the winner in the cache
+parallel (one ``build_libraries`` call), then benchmark each task's candidates on its target (CUDA events on
+the GPU, wall clock on the CPU; a progress bar ``Finding the best candidates for <task> <shapes>``) and store the winner in the cache
 (``<cache_dir>/tuning/``, keyed by the task, target, arch, template, level, options and hidet's version), so
 a second build of the same task tunes nothing.
 """
@@ -19,8 +19,8 @@ from hidet.backend import cache
 from hidet.ir.task import Task
 from hidet.version import __version__
 
-# benchmark(task, library path) -> milliseconds per launch (math.inf when the candidate cannot run)
-Benchmark = Callable[[Task, str], float]
+# benchmark(task, library path, target) -> milliseconds per launch (math.inf when the candidate cannot run)
+Benchmark = Callable[[Task, str, str], float]
 
 
 def tuning_key(task: Task, target: str, template, level: int) -> str:
@@ -35,31 +35,33 @@ def tuning_key(task: Task, target: str, template, level: int) -> str:
     return digest.hexdigest()
 
 
-def _inputs(task: Task):
+def _inputs(task: Task, device: str):
     """Arguments of a trial launch: random floats, zero integers (always valid as indices)."""
     import hidet
 
     args = []
     for t in task.inputs:
         if t.dtype.is_float():
-            args.append(hidet.randn(list(t.shape), dtype=t.dtype.name, device='cuda'))
+            args.append(hidet.randn(list(t.shape), dtype=t.dtype.name, device=device))
         else:
-            args.append(hidet.zeros(list(t.shape), dtype=t.dtype.name, device='cuda'))
+            args.append(hidet.zeros(list(t.shape), dtype=t.dtype.name, device=device))
     for t in task.outputs:
-        args.append(hidet.empty(list(t.shape), dtype=t.dtype.name, device='cuda'))
+        args.append(hidet.empty(list(t.shape), dtype=t.dtype.name, device=device))
     return args
 
 
-def gpu_benchmark(task: Task, path: str, warmup: int = 2, number: int = 5, repeat: int = 5) -> float:
-    """Median milliseconds per launch of the library's ``launch`` on the task's shapes."""
+def benchmark_library(task: Task, path: str, target: str, warmup: int = 2, number: int = 5, repeat: int = 5) -> float:
+    """Median milliseconds per launch of the library's ``launch`` on the task's shapes (on the GPU: CUDA
+    events; on the CPU: wall clock)."""
     from hidet.runtime.compiled_module import CompiledModule
     from hidet.utils.benchmark import benchmark_func
 
-    args = _inputs(task)
+    device = 'cuda' if target == 'cuda' else 'cpu'
+    args = _inputs(task, device)
     launch = CompiledModule(path)['launch']
     try:
         launch(*args)
-        return benchmark_func(lambda: launch(*args), warmup=warmup, number=number, repeat=repeat)
+        return benchmark_func(lambda: launch(*args), warmup=warmup, number=number, repeat=repeat, device=device)
     except Exception:  # noqa: BLE001 - a candidate that fails to launch (e.g. too much shared memory) loses
         return math.inf
 
@@ -96,14 +98,14 @@ def choose_configs(items: Sequence[Tuple[Task, str, object]], level: int,
         for c in candidates:
             jobs.append((template.source(c, fallback=False), target, f'{task.name} candidate'))
     paths = iter(cache.build_libraries(jobs))
-    benchmark = benchmark or gpu_benchmark
+    benchmark = benchmark or benchmark_library
     from tqdm import tqdm
 
     for i, key, candidates in pending:
         task, target, template = items[i]
         latencies = []
         for c in tqdm(candidates, desc=f'Finding the best candidates for {template.title}', leave=False):
-            latencies.append(benchmark(task, next(paths)))
+            latencies.append(benchmark(task, next(paths), target))
         best = min(range(len(candidates)), key=lambda j: latencies[j])
         if math.isinf(latencies[best]):
             raise RuntimeError(f'no candidate of {template.name} could run {template.title}')

@@ -3,20 +3,21 @@ from __future__ import annotations
 
 import statistics
 import time
-from typing import Callable
+from typing import Callable, Optional
 
 
 def benchmark_func(run_func: Callable[[], object], warmup: int = 1, number: int = 5, repeat: int = 5,
-                   median: bool = True):
+                   median: bool = True, device: Optional[str] = None):
     """Run ``run_func`` ``warmup`` times, then ``repeat`` rounds of ``number`` calls; returns the median
     (or, with ``median=False``, the list) of the per-call latency of each round, in milliseconds.
     On a CUDA machine the rounds are timed with events on hidet's current stream and the device is
-    synchronized, so asynchronous kernels are counted."""
+    synchronized, so asynchronous kernels are counted; ``device='cpu'`` times with the wall clock there too
+    (for functions that run on the CPU)."""
     from hidet import cuda
 
     if number < 1 or repeat < 1:
         raise ValueError(f'number and repeat must be at least 1, got {number} and {repeat}')
-    use_cuda = cuda.available()
+    use_cuda = cuda.available() and device != 'cpu'
     for _ in range(warmup):
         run_func()
     if use_cuda:

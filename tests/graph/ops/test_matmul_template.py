@@ -113,14 +113,16 @@ def test_template_selection():
     assert find_matmul_template(task, 'cuda', 'sm_90') is not None
     assert find_matmul_template(task, 'cuda', 'sm_80') is not None
     assert find_matmul_template(task, 'cuda', 'sm_75') is None  # no mma.sync m16n8k16 with f32 before sm_80
-    assert find_matmul_template(task, 'cpu', 'sm_90') is None
+    assert type(find_matmul_template(task, 'cpu')).__name__ == 'CpuMatmulTemplate'
     assert find_matmul_template(matmul_task([128, 64], [64, 32], 'float32'), 'cuda', 'sm_90') is None
+    assert find_matmul_template(matmul_task([128, 64], [64, 32], 'float32'), 'cpu') is not None
+    assert find_matmul_template(matmul_task([128, 64], [64, 32], 'float64'), 'cpu') is None
     assert find_matmul_template(matmul_task([128, 64], [64, 32], 'bfloat16'), 'cuda', 'sm_90') is not None
     from hidet.drivers import templates
 
     with hidet.option.context(cuda_arch='sm_90'):
         assert templates.find(task, 'cuda') is not None
-        assert templates.find(task, 'cpu') is None
+        assert type(templates.find(task, 'cpu')).__name__ == 'CpuMatmulTemplate'
 
 
 # ---------------------------------------------------------------------------------------------- spaces
@@ -220,7 +222,7 @@ class FakeTemplate:
 
 
 def fake_benchmark(calls, latency):
-    def benchmark(task, path):
+    def benchmark(task, path, target):
         with open(os.path.join(os.path.dirname(path), 'source.cpp')) as f:
             config = int(re.match(r'// config (\d+)', f.read()).group(1))
         calls.append(config)
@@ -433,5 +435,74 @@ def test_second_build_tunes_nothing(tmp_path, monkeypatch):
         def no_benchmark(*args):
             raise AssertionError('tuned twice')
 
-        monkeypatch.setattr(tuning, 'gpu_benchmark', no_benchmark)
+        monkeypatch.setattr(tuning, 'benchmark_library', no_benchmark)
         graph.build(space=1)
+
+
+# ---------------------------------------------------------------------------------------------- the CPU template
+def _cpu_task_and_args(a_shape, b_shape, dtype, transpose_b=False):
+    tdt = _torch_dtype(dtype)
+    a = torch.randn(*a_shape, dtype=tdt)
+    b = torch.randn(*b_shape, dtype=tdt)  # transposed: b_shape is [..., n, k]
+    sa, sb = hidet.symbol(list(a.shape), dtype), hidet.symbol(list(b.shape), dtype)
+    fn = (lambda x, y: ops.matmul(x, ops.transpose(y, -1, -2))) if transpose_b else ops.matmul
+    (task,) = fused_tasks(fn, (list(a.shape), dtype), (list(b.shape), dtype)) if transpose_b else \
+        [MatmulOp(sa, sb).task]
+    want = (a.double() @ (b.double().transpose(-1, -2) if transpose_b else b.double()))
+    return task, a, b, want
+
+
+@pytest.mark.parametrize('case', [([100, 200], [200, 300], 'float32', False), ([1, 64], [64, 10], 'float32', False),
+                                  ([2, 1, 33, 72], [3, 72, 24], 'float32', False),
+                                  ([4, 17, 9], [4, 13, 9], 'bfloat16', True), ([5, 40], [40, 7], 'float16', False)],
+                         ids=str)
+def test_cpu_template_every_candidate(case):
+    """Each level-1 candidate of the CPU template computes torch.matmul (edges, batches, a transposed operand,
+    16-bit operands)."""
+    from hidet.backend.cache import build_libraries
+    from hidet.runtime.compiled_module import CompiledModule
+
+    a_shape, b_shape, dtype, transpose_b = case
+    torch.manual_seed(0)
+    task, a, b, want = _cpu_task_and_args(a_shape, b_shape, dtype, transpose_b)
+    template = find_matmul_template(task, 'cpu')
+    configs = template.space(1)
+    assert configs and configs[0] == template.default()
+    paths = build_libraries([(template.source(c), 'cpu', 'cpu-matmul-test') for c in configs])
+    tol = 1e-5 if dtype == 'float32' else 1e-2
+    for cfg, path in zip(configs, paths):
+        out = torch.empty(want.shape, dtype=a.dtype)
+        args = [a if tuple(t.shape) == tuple(a.shape) else b for t in task.inputs]  # the task's input order
+        CompiledModule(path)['launch'](*args, out)
+        scale = max(1.0, want.abs().max().item())
+        assert (out.double() - want).abs().max().item() <= tol * scale, cfg
+
+
+def test_cpu_template_runs_fused_graphs():
+    """A cast prologue and a bias + GELU + residual epilogue fused into the CPU template's kernel."""
+    torch.manual_seed(0)
+    x, w, bias, res = torch.randn(37, 64), torch.randn(64, 48).half(), torch.randn(48).half(), torch.randn(37, 48)
+
+    def fn(x, w, bias, res):
+        return ops.gelu(ops.matmul(ops.cast(x, 'float16'), w) + bias) + ops.cast(res, 'float16')
+
+    syms = [hidet.symbol(list(t.shape), str(t.dtype).replace('torch.', '')) for t in (x, w, bias, res)]
+    graph = hidet.graph.optimize(hidet.trace_from(fn(*syms), syms))
+    assert len(graph.nodes) == 1 and find_matmul_template(graph.nodes[0].task, 'cpu') is not None
+    got = graph.build()(*[hidet.from_torch(t) for t in (x, w, bias, res)]).torch()
+    want = torch.nn.functional.gelu(x.half().float() @ w.float() + bias.float()).half().float() + res.half().float()
+    torch.testing.assert_close(got.float(), want, rtol=2e-2, atol=2e-2)
+
+
+def test_cpu_tuning_times_candidates_on_the_cpu(tmp_path):
+    from hidet.drivers.tuning import choose_configs, tuning_key
+
+    task = MatmulOp(hidet.symbol([64, 96]), hidet.symbol([96, 80])).task
+    template = find_matmul_template(task, 'cpu')
+    with hidet.option.context(cache_dir=str(tmp_path)):
+        (config,) = choose_configs([(task, 'cpu', template)], 1)
+        from hidet.backend import cache
+
+        record = json.loads(open(cache.tuning_path(tuning_key(task, 'cpu', template, 1))).read())
+    assert config in template.space(1)
+    assert all(c['latency_ms'] is not None and c['latency_ms'] > 0 for c in record['candidates'])

@@ -1,11 +1,13 @@
 """Matmul schedule templates (one file per template): the tensor-core template for float16/bfloat16 on
-sm_80+ (mma.py), its search spaces (space.py), and the split of a task into prologue → matmul → epilogue
-that lets fused operators use it (spec.py).
+sm_80+ (mma.py) with its search spaces (space.py), the CPU template (cpu.py), what both compute with
+(values.py), and the split of a task into prologue → matmul → epilogue that lets fused operators use them
+(spec.py).
 
 ``find_matmul_template(task, target)`` is registered with hidet.drivers.templates: a matmul task (a
-MatmulOp, or a fused operator anchored by one) on CUDA with 16-bit float operands gets the template;
-everything else (float32 — full fp32 by default —, non-elementwise prologues or epilogues, pre-sm_80 GPUs)
-stays with the auto-scheduler.
+MatmulOp, or a fused operator anchored by one) gets the tensor-core template on CUDA with 16-bit float
+operands, and the CPU template on the CPU with float32/float16/bfloat16 operands; everything else
+(float32 on CUDA — full fp32 by default —, non-elementwise prologues or epilogues, pre-sm_80 GPUs) stays
+with the auto-scheduler.
 """
 from __future__ import annotations
 
@@ -61,7 +63,17 @@ def _arch_number(arch: str) -> int:
     return int(digits) if digits else 0
 
 
-def find_matmul_template(task: Task, target: str, arch: Optional[str] = None) -> Optional[MmaMatmulTemplate]:
+CPU_DTYPES = ('float32', 'float16', 'bfloat16')
+
+
+def find_matmul_template(task: Task, target: str, arch: Optional[str] = None):
+    if target == 'cpu':
+        from .cpu import CpuMatmulTemplate
+
+        try:
+            return CpuMatmulTemplate(match_gemm(task, CPU_DTYPES))
+        except NotGemm:
+            return None
     if target != 'cuda':
         return None
     try:

@@ -307,8 +307,9 @@ def _strip_int_cast(e: Expr) -> Expr:
     return e
 
 
-def match_gemm(task: Task) -> GemmSpec:
-    """The GEMM view of ``task``; raises NotGemm saying why there is none."""
+def match_gemm(task: Task, operand_dtypes: Sequence[str] = MMA_DTYPES) -> GemmSpec:
+    """The GEMM view of ``task`` with operands of ``operand_dtypes`` (default: the tensor cores' float16 and
+    bfloat16); raises NotGemm saying why there is none."""
     anchor, r = _anchor(task)
     if r.kind != 'sum':
         raise NotGemm(f'the reduction is a {r.kind}, not a sum')
@@ -334,9 +335,8 @@ def match_gemm(task: Task) -> GemmSpec:
     for f in (fa, fb):
         if collect(f, ReduceCompute):
             raise NotGemm('a prologue has a reduction')
-    if fa.dtype != fb.dtype or fa.dtype.name not in MMA_DTYPES:
-        raise NotGemm(f'the operands are {fa.dtype} and {fb.dtype}; the tensor-core templates take float16 or '
-                      'bfloat16')
+    if fa.dtype != fb.dtype or fa.dtype.name not in operand_dtypes:
+        raise NotGemm(f'the operands are {fa.dtype} and {fb.dtype}; the template takes {" or ".join(operand_dtypes)}')
 
     def deps(f: Expr, v: Var) -> bool:
         return any(x is v for x in collect(f, Var))
