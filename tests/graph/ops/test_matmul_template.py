@@ -506,3 +506,30 @@ def test_cpu_tuning_times_candidates_on_the_cpu(tmp_path):
         record = json.loads(open(cache.tuning_path(tuning_key(task, 'cpu', template, 1))).read())
     assert config in template.space(1)
     assert all(c['latency_ms'] is not None and c['latency_ms'] > 0 for c in record['candidates'])
+
+
+@pytest.mark.parametrize('conv', [((2, 3, 9, 9), (6, 3, 3, 3), 1, 1, 1), ((1, 8, 12, 10), (16, 8, 3, 3), 2, 0, 2),
+                                  ((2, 16, 7, 7), (32, 16, 1, 1), 1, 0, 1)], ids=str)
+def test_cpu_template_runs_convolutions_as_implicit_gemms(conv):
+    """conv2d (+ bias + ReLU, fused) on the CPU: its reduction over channels x window folds into one k."""
+    x_shape, w_shape, stride, padding, dilation = conv
+    torch.manual_seed(0)
+    x, w, b = torch.randn(*x_shape), torch.randn(*w_shape), torch.randn(w_shape[0])
+    syms = [hidet.symbol(list(t.shape)) for t in (x, w, b)]
+    y = ops.relu(ops.conv2d(syms[0], syms[1], syms[2], stride=stride, padding=padding, dilation=dilation))
+    graph = hidet.graph.optimize(hidet.trace_from(y, syms))
+    assert len(graph.nodes) == 1
+    spec = match_gemm(graph.nodes[0].task, ('float32',), fold_k=True)
+    assert spec.k == w_shape[1] * w_shape[2] * w_shape[3] and spec.n == w_shape[0]
+    assert find_matmul_template(graph.nodes[0].task, 'cpu') is not None
+    got = graph.build()(*[hidet.from_torch(t) for t in (x, w, b)]).torch()
+    want = torch.relu(torch.nn.functional.conv2d(x.double(), w.double(), b.double(), stride, padding, dilation))
+    torch.testing.assert_close(got.double(), want, rtol=1e-5, atol=1e-5)
+
+
+def test_cpu_template_leaves_depthwise_and_gemv_to_the_auto_scheduler():
+    depthwise = ops.conv2d(hidet.symbol([1, 8, 9, 9]), hidet.symbol([8, 1, 3, 3]), padding=1, groups=8)
+    assert find_matmul_template(depthwise.trace[0].task, 'cpu') is None
+    assert find_matmul_template(matmul_task([64, 32], [32], 'float32'), 'cpu') is None
+    with pytest.raises(NotGemm, match='several axes'):  # the CUDA template does not fold k (yet)
+        match_gemm(ops.conv2d(hidet.symbol([1, 8, 9, 9], 'float16'), hidet.symbol([4, 8, 3, 3], 'float16')).trace[0].task)

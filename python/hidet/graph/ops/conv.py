@@ -1,6 +1,6 @@
 """Convolutions (1-D and 2-D, stride/padding/dilation/groups, depthwise included) and 2-D
-transposed convolution, as reductions: correct first; the implicit-GEMM templates of a later stage
-replace them for speed."""
+transposed convolution, as reductions. On the CPU the matmul template runs ungrouped convolutions as
+implicit GEMMs (matmul_templates/cpu.py); elsewhere the auto-scheduler does."""
 from __future__ import annotations
 
 from typing import List, Optional, Sequence, Union
@@ -49,7 +49,8 @@ class ConvOp(Operator):
             def term(cc, *k):
                 pos = [opos[i] * stride[i] - padding[i] + k[i] * dilation[i] for i in range(nd)]
                 valid = logical_and(*[_in_range(pos[i], spatial[i]) for i in range(nd)])
-                xv = a[(nn, (oo / og) * cg + cc, *pos)]
+                channel = cc if groups == 1 else (oo / og) * cg + cc  # groups == 1: no dependence on oo
+                xv = a[(nn, channel, *pos)]
                 return select(valid, xv, convert(0, a.dtype)) * b[(oo, cc, *k)]
 
             return reduce([cg] + list(kernel), term, 'sum')

@@ -5,7 +5,8 @@ sm_80+ (mma.py) with its search spaces (space.py), the CPU template (cpu.py), wh
 
 ``find_matmul_template(task, target)`` is registered with hidet.drivers.templates: a matmul task (a
 MatmulOp, or a fused operator anchored by one) gets the tensor-core template on CUDA with 16-bit float
-operands, and the CPU template on the CPU with float32/float16/bfloat16 operands; everything else
+operands, and the CPU template on the CPU with float32/float16/bfloat16 operands (convolutions too, as
+implicit GEMMs, but not matrix-vector products); everything else
 (float32 on CUDA — full fp32 by default —, non-elementwise prologues or epilogues, pre-sm_80 GPUs) stays
 with the auto-scheduler.
 """
@@ -71,9 +72,12 @@ def find_matmul_template(task: Task, target: str, arch: Optional[str] = None):
         from .cpu import CpuMatmulTemplate
 
         try:
-            return CpuMatmulTemplate(match_gemm(task, CPU_DTYPES))
+            spec = match_gemm(task, CPU_DTYPES, fold_k=True)
         except NotGemm:
             return None
+        # a matrix-vector product (or a depthwise convolution: a batch of them) is memory-bound: the
+        # auto-scheduler's row reductions suit it better than 16-wide register blocks
+        return CpuMatmulTemplate(spec) if spec.n > 1 else None
     if target != 'cuda':
         return None
     try:

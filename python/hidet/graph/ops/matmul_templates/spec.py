@@ -307,9 +307,11 @@ def _strip_int_cast(e: Expr) -> Expr:
     return e
 
 
-def match_gemm(task: Task, operand_dtypes: Sequence[str] = MMA_DTYPES) -> GemmSpec:
+def match_gemm(task: Task, operand_dtypes: Sequence[str] = MMA_DTYPES, fold_k: bool = False) -> GemmSpec:
     """The GEMM view of ``task`` with operands of ``operand_dtypes`` (default: the tensor cores' float16 and
-    bfloat16); raises NotGemm saying why there is none."""
+    bfloat16); raises NotGemm saying why there is none. ``fold_k``: a reduction over several axes (a
+    convolution's channels x window) becomes one k axis, row-major (an implicit GEMM; the operands then
+    decode k with divisions)."""
     anchor, r = _anchor(task)
     if r.kind != 'sum':
         raise NotGemm(f'the reduction is a {r.kind}, not a sum')
@@ -318,11 +320,15 @@ def match_gemm(task: Task, operand_dtypes: Sequence[str] = MMA_DTYPES) -> GemmSp
     if any(s == 0 for s in r.shape):
         raise NotGemm('the reduction is empty')
     big = [i for i, s in enumerate(r.shape) if s > 1]
-    if len(big) > 1:
+    if len(big) > 1 and not fold_k:
         raise NotGemm('the reduction runs over several axes')
-    k = r.shape[big[0]] if big else 1
     k_var = Var('k', int64)
     rvals = {ax: (k_var if i in big or (not big and i == 0) else Constant(0, int64)) for i, ax in enumerate(r.axes)}
+    k = 1
+    for i in reversed(big):  # several axes: k = ((r0 * e1) + r1) * e2 + r2 ...
+        e: Expr = k_var if k == 1 else k_var / k
+        rvals[r.axes[i]] = e if i == big[0] else e % r.shape[i]
+        k *= r.shape[i]
     value = _strip_cast(r.value)
     if not (isinstance(value, Binary) and value.op == '*'):
         raise NotGemm('the reduced value is not a product')
