@@ -154,7 +154,9 @@ class CompiledFx:
             self._cache[key] = self._build(args)
         return self._cache[key]
 
-    def _build(self, args: Sequence[Any]) -> _Compiled:
+    def optimized_graph(self, args: Sequence[Any]):
+        """(optimized FlowGraph or None, output structure with _Out leaves, number of graph outputs) of the
+        fx graph on ``args``: interpreted on symbolic hidet tensors, traced and optimized, not built."""
         interp = self.interpreter(args)
         values, symbols = self._bind(interp, args)
         result = interp.run(values)
@@ -171,7 +173,7 @@ class CompiledFx:
 
         out_spec = map_structure(result, spec)
         if not graph_outputs:
-            return _Compiled(lambda inputs: [], out_spec, 0)
+            return None, out_spec, 0
         config = self.config
         flow_graph = hidet.trace_from(graph_outputs, symbols)
         dump = self._dump_dir()
@@ -188,13 +190,20 @@ class CompiledFx:
             optimized = hidet.graph.optimize(flow_graph)
         if dump:
             _write(dump, 'flow_graph_optimized.txt', str(optimized))
-        compiled_graph = optimized.build(space=config.search_space)
+        return optimized, out_spec, len(graph_outputs)
+
+    def _build(self, args: Sequence[Any]) -> _Compiled:
+        optimized, out_spec, num_outputs = self.optimized_graph(args)
+        if optimized is None:
+            return _Compiled(lambda inputs: [], out_spec, 0)
+        compiled_graph = optimized.build(space=self.config.search_space)
+        dump = self._dump_dir()
         if dump:
             compiled_graph.save(os.path.join(dump, 'graph.hidet'))
         runner = compiled_graph.run
-        if config.use_cuda_graph and compiled_graph.target == 'cuda':
+        if self.config.use_cuda_graph and compiled_graph.target == 'cuda':
             runner = compiled_graph.cuda_graph().run
-        return _Compiled(runner, out_spec, len(graph_outputs), optimized, compiled_graph)
+        return _Compiled(runner, out_spec, num_outputs, optimized, compiled_graph)
 
     def _dump_dir(self) -> Optional[str]:
         if not self.config.dump_graph_ir:

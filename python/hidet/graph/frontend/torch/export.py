@@ -30,8 +30,8 @@ def compile_to_file(model, example_inputs: Sequence[torch.Tensor], path: str, *,
 
     - ``search_space``: hidet's tuning level (0, 1 or 2); ``options``: any other hidet option of
       ``torch.compile(..., options=...)`` (e.g. ``{'use_fp16': True}``).
-    - The artifact's inputs are the example inputs in order, named after the model's arguments; its
-      outputs are the tensors of the model's output structure, flattened in order.
+    - The artifact's inputs are the example inputs the model reads, in order, named after the model's
+      arguments; its outputs are the tensors of the model's output structure, flattened in order.
     - ``save_example``: also write ``<path>.example/`` with ``input_<i>.bin`` (the example inputs) and
       ``output_<i>.bin`` (the model's eager outputs on them), raw contiguous bytes of each tensor's
       dtype, which ``examples/cpp``'s runner checks the artifact against.
@@ -42,7 +42,6 @@ def compile_to_file(model, example_inputs: Sequence[torch.Tensor], path: str, *,
                         f'{[type(x).__name__ for x in example_inputs]}')
     values = dict(options or {})
     values['search_space'] = search_space
-    values.setdefault('use_cuda_graph', False)  # the artifact's user decides on replay
     config = dynamo_config.resolve(None, values)
 
     gm, args = _capture(model, example_inputs)
@@ -54,11 +53,11 @@ def compile_to_file(model, example_inputs: Sequence[torch.Tensor], path: str, *,
     unsupported = compiled_fx.check(args)
     if unsupported:
         raise compiled_fx.interpreter(args).unsupported_error(unsupported)
-    built = compiled_fx.prepare(args)
-    if built.compiled_graph is None:
+    flow_graph, out_spec, num_outputs = compiled_fx.optimized_graph(args)
+    if flow_graph is None:
         raise ValueError('compile_to_file: the model returns no tensor computed from its inputs; nothing to compile')
     leaves: List[Any] = []
-    map_structure(built.out_spec, leaves.append)
+    map_structure(out_spec, leaves.append)
     fixed = [leaf for leaf in leaves if not isinstance(leaf, _Out)]
     if fixed:
         raise ValueError(f'compile_to_file: the model returns values that are not tensors of the graph ({fixed!r}); '
@@ -67,14 +66,13 @@ def compile_to_file(model, example_inputs: Sequence[torch.Tensor], path: str, *,
     placeholders = [n for n in gm.graph.nodes if n.op == 'placeholder']
     input_names = _unique([_argument_name(n.name) for n, c, a in zip(placeholders, constants, args)
                            if not c and isinstance(a, torch.Tensor)])
-    output_names = [f'output_{i}' for i in range(built.num_graph_outputs)]
-    flow_graph = built.flow_graph
+    output_names = [f'output_{i}' for i in range(num_outputs)]
     compiled = flow_graph.build(space=config.search_space, input_names=input_names, output_names=output_names)
     directory = os.path.dirname(os.path.abspath(path))
     os.makedirs(directory, exist_ok=True)
     compiled.save(path)
     if save_example:
-        _save_example(path, gm, args, constants, built.num_graph_outputs, built.out_spec)
+        _save_example(path, gm, args, constants, num_outputs, out_spec)
     from hidet.runtime.compiled_graph import load_compiled_graph
 
     return load_compiled_graph(path)
