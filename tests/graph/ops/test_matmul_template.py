@@ -533,3 +533,28 @@ def test_cpu_template_leaves_depthwise_and_gemv_to_the_auto_scheduler():
     assert find_matmul_template(matmul_task([64, 32], [32], 'float32'), 'cpu') is None
     with pytest.raises(NotGemm, match='several axes'):  # the CUDA template does not fold k (yet)
         match_gemm(ops.conv2d(hidet.symbol([1, 8, 9, 9], 'float16'), hidet.symbol([4, 8, 3, 3], 'float16')).trace[0].task)
+
+
+@pytest.mark.parametrize('order', [(0, 2, 1, 3), (0, 2, 3, 1)], ids=['heads-outer', 'heads-inner'])
+def test_epilogue_merging_axes(order):
+    """Attention's output: a batched matmul over heads, permuted and reshaped so heads x dim merge into one
+    axis. The CPU template takes it (checked here); the CUDA template not yet (not run on a GPU)."""
+    torch.manual_seed(0)
+    p, v = torch.randn(2, 3, 5, 7), torch.randn(2, 3, 7, 4)
+
+    def fn(p, v):
+        y = ops.permute(ops.matmul(p, v), list(order))
+        return ops.reshape(y, [2, 5, 12])
+
+    syms = [hidet.symbol(list(t.shape)) for t in (p, v)]
+    graph = hidet.graph.optimize(hidet.trace_from(fn(*syms), syms))
+    (node,) = graph.nodes
+    spec = match_gemm(node.task, ('float32',))
+    assert spec.merged_epilogue
+    assert find_matmul_template(node.task, 'cpu') is not None
+    half = fused_tasks(fn, ([2, 3, 5, 7], 'float16'), ([2, 3, 7, 4], 'float16'))[0]
+    assert match_gemm(half).merged_epilogue and find_matmul_template(half, 'cuda', 'sm_90') is None
+    assert 'merged epilogue' in explain(half)
+    got = graph.build()(hidet.from_torch(p), hidet.from_torch(v)).torch()
+    want = (p.double() @ v.double()).permute(*order).reshape(2, 5, 12)
+    torch.testing.assert_close(got.double(), want, rtol=1e-6, atol=1e-6)

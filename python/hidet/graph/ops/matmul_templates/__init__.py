@@ -93,6 +93,8 @@ def find_matmul_template(task: Task, target: str, arch: Optional[str] = None):
             return None
     if _arch_number(arch) < MIN_ARCH:
         return None
+    if spec.merged_epilogue:  # not yet run on a GPU with this template: the auto-scheduler keeps these
+        return None
     return MmaMatmulTemplate(spec)
 
 

@@ -137,6 +137,7 @@ class GemmSpec:
     out_dtype: DataType
     out_n_contiguous: bool    # consecutive n are consecutive output elements (vectorized stores)
     notes: List[str] = field(default_factory=list)
+    merged_epilogue: bool = False  # the epilogue merges C's axes (permute + reshape: heads x dim → hidden)
 
     @property
     def batch(self) -> int:
@@ -234,6 +235,27 @@ def _numel(shape) -> int:
     return n
 
 
+def _piece_of(idx: Expr, out_axes, out_shape, extent: int) -> Optional[Tuple[int, int]]:
+    """(output axis, stride) when the anchor's index is ``(o / stride) % extent``, ``o / stride`` or
+    ``o % extent`` of one output axis ``o`` (a reshape that merges the anchor's axes), else None."""
+    idx = _strip_int_cast(idx)
+    mod = None
+    if isinstance(idx, Binary) and idx.op == '%' and isinstance(_strip_int_cast(idx.b), Constant):
+        mod, idx = int(_strip_int_cast(idx.b).value), _strip_int_cast(idx.a)
+    stride = 1
+    if isinstance(idx, Binary) and idx.op == '/' and isinstance(_strip_int_cast(idx.b), Constant):
+        stride, idx = int(_strip_int_cast(idx.b).value), _strip_int_cast(idx.a)
+    pos = next((i for i, a in enumerate(out_axes) if a is idx), None)
+    if pos is None or stride <= 0 or (mod is None and stride == 1):
+        return None
+    size = out_shape[pos]
+    if mod is None:  # o / stride: the outermost piece
+        mod = size // stride if size % stride == 0 else None
+    if mod != extent or stride * extent > size:
+        return None
+    return pos, stride
+
+
 def _group_of(idx: Expr, out_axes, out_shape, extent: int) -> Optional[List[Tuple[int, int]]]:
     """The output axes one index of the anchor reads, as [(output axis, coefficient)] outer to inner, when
     the index is a mixed-radix number of them (``o0 * 8 + o1`` with o1 < 8: a reshape), else None."""
@@ -263,30 +285,52 @@ def _epilogue(task: Task, anchor: TensorNode, r: ReduceCompute, acc: Var, c_vars
                                                      for e in collect(anchor_value, TensorElement)):
         raise NotGemm('the anchor reads computed tensors around its reduction')
     if out is anchor:
-        return anchor_value, flat_index(c_vars, anchor.shape), [[(i, 1)] for i in range(len(c_vars))]
+        return anchor_value, flat_index(c_vars, anchor.shape), [[(i, 1)] for i in range(len(c_vars))], {}
     value = inline_except(out.definition.value, anchor)
     reads = [e for e in collect(value, TensorElement) if e.tensor is anchor]
     if not reads:
         raise NotGemm('the output does not read the matmul')
     out_axes = out.definition.axes
-    groups: Optional[List[List[Tuple[int, int]]]] = None  # anchor dim → [(output axis, coefficient)]
+    # anchor dim → [(output axis, coefficient)]: the dim is a mixed-radix number of output axes (a split);
+    # coefficient 0 marks a *merge* piece instead: the dim is (axis / stride) % extent of one output axis
+    groups: Optional[List[List[Tuple[int, int]]]] = None
+    pieces: Dict[int, int] = {}  # anchor dim of a merge piece → its stride in the output axis
     for e in reads:
         g = []
         for dim, idx in enumerate(e.indices):
             grp = _group_of(idx, out_axes, out.shape, anchor.shape[dim])
             if grp is None:
-                raise NotGemm('the epilogue reads the matmul at moved indices (not elementwise or a reshape)')
+                piece = _piece_of(idx, out_axes, out.shape, anchor.shape[dim])
+                if piece is None:
+                    raise NotGemm('the epilogue reads the matmul at moved indices (not elementwise or a reshape)')
+                grp = [(piece[0], 0)]
+                if pieces.setdefault(dim, piece[1]) != piece[1]:
+                    raise NotGemm('the epilogue reads the matmul at several indices')
             g.append(grp)
         if groups is not None and g != groups:
             raise NotGemm('the epilogue reads the matmul at several indices')
         groups = g
-    used = [o for grp in groups for o, _ in grp]
+    used = [o for grp in groups for o, c in grp if c != 0] + sorted({o for grp in groups for o, c in grp if c == 0})
     if len(set(used)) != len(used):
         raise NotGemm('the epilogue reads the matmul along one axis twice')
     if any(out.shape[o] != 1 for o in range(len(out_axes)) if o not in used):
         raise NotGemm('the epilogue broadcasts the matmul')
+    for o in {o for grp in groups for o, c in grp if c == 0}:  # merge pieces must tile their output axis
+        strides = sorted((pieces[d], anchor.shape[d]) for d, grp in enumerate(groups) if grp == [(o, 0)])
+        expected = 1
+        for stride, extent in strides:
+            if stride != expected:
+                raise NotGemm('the epilogue merges the matmul\'s axes out of order or with gaps')
+            expected *= extent
+        if expected != out.shape[o]:
+            raise NotGemm('the epilogue merges the matmul\'s axes out of order or with gaps')
     out_vals: List[Expr] = [Constant(0, int64)] * len(out_axes)
     for dim, grp in enumerate(groups):
+        if grp and grp[0][1] == 0:  # a merge piece: the output axis sums its pieces
+            o = grp[0][0]
+            term: Expr = c_vars[dim] if pieces[dim] == 1 else c_vars[dim] * pieces[dim]
+            out_vals[o] = term if isinstance(out_vals[o], Constant) else out_vals[o] + term
+            continue
         for j, (o, c) in enumerate(grp):
             v: Expr = c_vars[dim]
             if c != 1:
@@ -298,7 +342,7 @@ def _epilogue(task: Task, anchor: TensorNode, r: ReduceCompute, acc: Var, c_vars
     value = substitute(value, dict(zip(out_axes, out_vals)))
     if collect(value, ReduceCompute):
         raise NotGemm('the epilogue has a reduction')
-    return value, flat_index(out_vals, out.shape), groups
+    return value, flat_index(out_vals, out.shape), groups, pieces
 
 
 def _strip_int_cast(e: Expr) -> Expr:
@@ -378,7 +422,7 @@ def match_gemm(task: Task, operand_dtypes: Sequence[str] = MMA_DTYPES, fold_k: b
     b = _operand('b', fb, task, batch_vars, [(c_vars[i], shape[i]) for i in n_axes], n_var, n_fold, k_var, n, k,
                  mma_dtype)
     acc = Var('acc', float32)
-    epilogue, out_index, groups = _epilogue(task, anchor, r, acc, c_vars)
+    epilogue, out_index, groups, pieces = _epilogue(task, anchor, r, acc, c_vars)
     folds = dict(fixed)
     folds.update(m_fold)
     folds.update(n_fold)
@@ -387,12 +431,14 @@ def match_gemm(task: Task, operand_dtypes: Sequence[str] = MMA_DTYPES, fold_k: b
     # vectorized stores: the n axes are the output's trailing axes, in order
     trailing = [o for o in range(len(out.shape)) if out.shape[o] != 1]
     n_out = [o for i in n_axes for o, _ in groups[i]]
-    out_n_contiguous = bool(n_out) and n_out == trailing[len(trailing) - len(n_out):] and n_out == sorted(n_out)
+    n_pieces_inner = all(c != 0 or pieces[i] == 1 for i in n_axes for _, c in groups[i])
+    out_n_contiguous = bool(n_out) and n_out == trailing[len(trailing) - len(n_out):] and n_out == sorted(n_out) \
+        and n_pieces_inner
     for e in collect(epilogue, TensorElement):
         if not e.tensor.is_input():
             raise NotGemm('the epilogue reads a computed tensor')
     return GemmSpec(task, batch_shape, m, n, k, batch_vars, m_var, n_var, k_var, a, b, mma_dtype, acc, epilogue,
-                    out_index, out.dtype, out_n_contiguous)
+                    out_index, out.dtype, out_n_contiguous, merged_epilogue=bool(pieces))
 
 
 def _inline_inputs(e: Expr) -> Expr:
@@ -407,4 +453,5 @@ def explain(task: Task) -> str:
         spec = match_gemm(task)
     except NotGemm as e:
         return str(e)
-    return f'gemm {spec.shape_text()} a:{spec.a.mode} b:{spec.b.mode}'
+    merged = ' (merged epilogue: CPU template only, for now)' if spec.merged_epilogue else ''
+    return f'gemm {spec.shape_text()} a:{spec.a.mode} b:{spec.b.mode}{merged}'
