@@ -148,15 +148,38 @@ void Container::parse(const uint8_t* data, uint64_t size) {
   }
 }
 
-uint64_t dtype_nbytes(const std::string& dtype) {
-  static const std::pair<const char*, uint64_t> kDtypes[] = {
-      {"float32", 4}, {"float16", 2}, {"bfloat16", 2}, {"float64", 8}, {"int8", 1},
-      {"int16", 2},   {"int32", 4},   {"int64", 8},    {"uint8", 1},   {"bool", 1},
-  };
-  for (const auto& d : kDtypes) {
-    if (dtype == d.first) return d.second;
+namespace {
+struct DtypeEntry {
+  const char* name;
+  uint8_t code, bits;
+};
+constexpr DtypeEntry kDtypes[] = {
+    {"float32", kDLFloat, 32}, {"float16", kDLFloat, 16}, {"bfloat16", kDLBfloat, 16}, {"float64", kDLFloat, 64},
+    {"int8", kDLInt, 8},       {"int16", kDLInt, 16},     {"int32", kDLInt, 32},       {"int64", kDLInt, 64},
+    {"uint8", kDLUInt, 8},     {"bool", kDLBool, 8},
+};
+}  // namespace
+
+bool dtype_to_dl(const std::string& dtype, DLDataType* out) {
+  for (const DtypeEntry& e : kDtypes) {
+    if (dtype == e.name) {
+      *out = DLDataType{e.code, e.bits, 1};
+      return true;
+    }
   }
-  return 0;
+  return false;
+}
+
+const char* dtype_from_dl(DLDataType t) {
+  for (const DtypeEntry& e : kDtypes) {
+    if (t.code == e.code && t.bits == e.bits && t.lanes == 1) return e.name;
+  }
+  return nullptr;
+}
+
+uint64_t dtype_nbytes(const std::string& dtype) {
+  DLDataType t;
+  return dtype_to_dl(dtype, &t) ? t.bits / 8 : 0;
 }
 
 }  // namespace artifact

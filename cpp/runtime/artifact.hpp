@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "hidet/dlpack.h"
+
 namespace hidet {
 namespace artifact {
 
@@ -92,6 +94,10 @@ struct Manifest {
 };
 
 // Bytes of one element of a dtype named as hidet names it; 0 for an unknown name.
+// hidet's dtype names ("float16", "bool", ...): their DLPack type (false for an unknown name), the name
+// of a DLPack type (nullptr for one hidet does not have) and the size in bytes (0 for an unknown name).
+bool dtype_to_dl(const std::string& dtype, DLDataType* out);
+const char* dtype_from_dl(DLDataType t);
 uint64_t dtype_nbytes(const std::string& dtype);
 
 // Parse manifest.json and check it against itself and the container (tensor ids in range, known

@@ -11,22 +11,9 @@
 namespace hidet {
 namespace {
 
-struct DtypeCode {
-  const char* name;
-  uint8_t code;
-  uint8_t bits;
-};
-
-constexpr DtypeCode kDtypes[] = {
-    {"float32", kDLFloat, 32}, {"float16", kDLFloat, 16}, {"bfloat16", kDLBfloat, 16}, {"float64", kDLFloat, 64},
-    {"int8", kDLInt, 8},       {"int16", kDLInt, 16},     {"int32", kDLInt, 32},       {"int64", kDLInt, 64},
-    {"uint8", kDLUInt, 8},     {"bool", kDLBool, 8},
-};
-
 std::string dl_dtype_str(DLDataType t) {
-  for (const DtypeCode& d : kDtypes) {
-    if (t.code == d.code && t.bits == d.bits && t.lanes == 1) return d.name;
-  }
+  const char* name = artifact::dtype_from_dl(t);
+  if (name != nullptr) return name;
   return str_cat("DLDataType{code ", int(t.code), ", bits ", int(t.bits), ", lanes ", t.lanes, "}");
 }
 
@@ -65,10 +52,9 @@ struct OutputContext {  // DLManagedTensor::manager_ctx of a runtime-allocated o
 }  // namespace
 
 DLDataType dl_dtype(const std::string& dtype) {
-  for (const DtypeCode& d : kDtypes) {
-    if (dtype == d.name) return DLDataType{d.code, d.bits, 1};
-  }
-  throw Error(str_cat("unknown dtype '", dtype, "'"));
+  DLDataType t;
+  HIDET_CHECK(artifact::dtype_to_dl(dtype, &t), "unknown dtype '", dtype, "'");
+  return t;
 }
 
 std::vector<void*> checked_data(const Graph& g, const DLTensor* tensors, int32_t num, bool outputs) {
