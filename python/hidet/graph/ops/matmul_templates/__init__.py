@@ -1,6 +1,6 @@
 """Matmul schedule templates (one file per template): the tensor-core template for float16/bfloat16 on
 sm_80+ (mma.py) with its search spaces (space.py), the CPU template (cpu.py), what both compute with
-(values.py), and the split of a task into prologue → matmul → epilogue that lets fused operators use them
+(values.py) and share as templates (base.py), and the split of a task into prologue → matmul → epilogue that lets fused operators use them
 (spec.py).
 
 ``find_matmul_template(task, target)`` is registered with hidet.drivers.templates: a matmul task (a
@@ -17,46 +17,30 @@ from typing import List, Optional
 from hidet.ir.task import Task
 
 from .mma import MmaConfig, check_config
+from .base import GemmTemplate
 from .spec import GemmSpec, NotGemm, explain, match_gemm
 
 MIN_ARCH = 80
 
 
-class MmaMatmulTemplate:
+class MmaMatmulTemplate(GemmTemplate):
     """The tensor-core matmul template applied to one task."""
 
     name = 'matmul-mma-v1'
-
-    def __init__(self, spec: GemmSpec):
-        self.spec = spec
-
-    @property
-    def title(self) -> str:
-        return f'{self.spec.task.name} {self.spec.shape_text()}'
+    config_class = MmaConfig
 
     def space(self, level: int) -> List[MmaConfig]:
         from .space import space
 
         return space(self.spec, level)
 
-    def default(self) -> MmaConfig:
-        return self.space(0)[0]
-
     def source(self, config: MmaConfig, fallback: bool = True) -> str:
         from .source import template_source
 
         return template_source(self.spec, config, fallback)
 
-    @staticmethod
-    def config_to_json(config: MmaConfig) -> dict:
-        return config.as_dict()
-
-    def config_from_json(self, obj: dict) -> Optional[MmaConfig]:
-        try:
-            cfg = MmaConfig(**obj)
-        except TypeError:
-            return None
-        return None if check_config(self.spec, cfg) else cfg
+    def check(self, config: MmaConfig) -> str:
+        return check_config(self.spec, config)
 
 
 def _arch_number(arch: str) -> int:

@@ -11,8 +11,9 @@ residual, cast) runs per output element.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import List, Optional
+from typing import List
 
+from .base import GemmTemplate
 from .spec import GemmSpec
 from .values import GemmValues
 
@@ -167,34 +168,17 @@ def template_source(spec: GemmSpec, cfg: CpuConfig) -> str:
         '}', ''])
 
 
-class CpuMatmulTemplate:
-    """The CPU matmul template applied to one task (the interface of hidet.drivers.templates)."""
+class CpuMatmulTemplate(GemmTemplate):
+    """The CPU matmul template applied to one task."""
 
     name = 'matmul-cpu-v1'
-
-    def __init__(self, spec: GemmSpec):
-        self.spec = spec
-
-    @property
-    def title(self) -> str:
-        return f'{self.spec.task.name} {self.spec.shape_text()}'
+    config_class = CpuConfig
 
     def space(self, level: int) -> List[CpuConfig]:
         return space(self.spec, level)
 
-    def default(self) -> CpuConfig:
-        return self.space(0)[0]
-
     def source(self, config: CpuConfig, fallback: bool = True) -> str:
         return template_source(self.spec, config)
 
-    @staticmethod
-    def config_to_json(config: CpuConfig) -> dict:
-        return config.as_dict()
-
-    def config_from_json(self, obj: dict) -> Optional[CpuConfig]:
-        try:
-            cfg = CpuConfig(**obj)
-        except TypeError:
-            return None
-        return None if check_config(self.spec, cfg) else cfg
+    def check(self, config: CpuConfig) -> str:
+        return check_config(self.spec, config)
