@@ -26,7 +26,7 @@ def compile_to_file(model, example_inputs: Sequence[torch.Tensor], path: str, *,
                     options: Optional[Dict[str, Any]] = None, save_example: bool = True,
                     registry: Optional[Registry] = None):
     """Compile ``model`` (an ``nn.Module`` or a function of tensors) for ``example_inputs`` into the
-    artifact ``path`` and return the loaded ``CompiledGraph``.
+    artifact ``path`` and return its ``CompiledGraph`` (the same bytes, already loaded by the runtime).
 
     - ``search_space``: hidet's tuning level (0, 1 or 2); ``options``: any other hidet option of
       ``torch.compile(..., options=...)`` (e.g. ``{'use_fp16': True}``).
@@ -73,9 +73,7 @@ def compile_to_file(model, example_inputs: Sequence[torch.Tensor], path: str, *,
     compiled.save(path)
     if save_example:
         _save_example(path, gm, args, constants, num_outputs, out_spec)
-    from hidet.runtime.compiled_graph import load_compiled_graph
-
-    return load_compiled_graph(path)
+    return compiled
 
 
 def _capture(model, example_inputs: List[torch.Tensor]):
