@@ -39,10 +39,10 @@ MODEL_TESTS="tests/frontend/torch/test_gpu.py::test_torchvision tests/frontend/t
 run_pytest() {  # name timeout args...
   local name=$1 limit=$2; shift 2
   local t=$(date +%s)
-  (timeout "$limit" python3 -m pytest "$@" -q -rfEs -p no:cacheprovider $PARALLEL \
+  (timeout -s INT -k 30 "$limit" python3 -m pytest "$@" -v --durations=15 -rfEs -p no:cacheprovider $PARALLEL \
      --junitxml="$LOG_DIR/$name.xml") > "$LOG_DIR/$name.log" 2>&1
   local rc=$?
-  echo "$name: rc=$rc in $(( $(date +%s) - t )) s"; grep -E "passed|failed|^FAILED|^ERROR" "$LOG_DIR/$name.log" | tail -30
+  echo "$name: rc=$rc in $(( $(date +%s) - t )) s"; grep -E "passed|failed|^FAILED|^ERROR|^[0-9.]+s call" "$LOG_DIR/$name.log" | tail -40
   [ $rc -eq 0 ] || status=1
 }
 

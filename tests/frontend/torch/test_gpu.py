@@ -1,6 +1,8 @@
 """GPU tests of the torch frontend: CUDA tensors, float16, use_fp16, CUDA graphs, and (where
 torchvision / transformers import) the target models with random weights. Marked `cuda`: they skip
 themselves on machines without a GPU."""
+import copy
+
 import pytest
 import torch
 from torch import nn
@@ -26,17 +28,43 @@ def exact_float32_reference():
     torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32 = saved
 
 
-def _check(model, inputs, dtype, rtol=None, atol=None, **compile_kwargs):
+def _check(model, inputs, dtype, rtol=None, atol=None, against_float32=False, **compile_kwargs):
+    """Compile ``model`` in ``dtype`` and compare with eager on ``inputs`` and on fresh random ones.
+
+    ``against_float32`` (deep float16 models): two float16 computations of a layer whose outputs are ~50
+    in magnitude differ by an fp16 ulp (0.03) on their near-zero elements without either being wrong, so
+    element-wise tolerances against eager float16 test rounding luck. There, both are compared with the
+    float32 model instead: hidet's float16 error must be within 2e-2 of the output's scale and no more
+    than twice eager float16's own error."""
     rtol = TOL[dtype] if rtol is None else rtol
     atol = TOL[dtype] if atol is None else atol
-    model = model.eval().cuda().to(dtype)
+    model = model.eval().cuda()
+    reference = copy.deepcopy(model) if against_float32 else None
+    model = model.to(dtype)
     inputs = [x.cuda().to(dtype) if x.is_floating_point() else x.cuda() for x in inputs]
     compiled = torch.compile(model, backend='hidet', **compile_kwargs)
     with torch.inference_mode():
         for _ in range(2):  # fresh inputs the second time (CUDA-graph replay)
-            assert_close(compiled(*inputs), model(*inputs), rtol, atol)
+            actual, expected = compiled(*inputs), model(*inputs)
+            if reference is None:
+                assert_close(actual, expected, rtol, atol)
+            else:
+                exact = reference(*[x.float() if x.is_floating_point() else x for x in inputs])
+                _assert_as_accurate_as_eager(actual, expected, exact, rtol, atol)
             inputs = [torch.randn_like(x) if x.is_floating_point() else x for x in inputs]
     return compiled
+
+
+def _assert_as_accurate_as_eager(actual, eager, exact, rtol, atol):
+    assert actual.dtype == eager.dtype and actual.shape == eager.shape
+    hidet_error = (actual.float() - exact).abs().max().item()
+    eager_error = (eager.float() - exact).abs().max().item()
+    scale = exact.abs().max().item()
+    print(f'float16 max error against float32: hidet {hidet_error:.4g}, eager {eager_error:.4g} '
+          f'(output scale {scale:.4g})')
+    # random-weight mobilenet_v2 / efficientnet_b0 give outputs below float16's range (~1e-9): both are 0
+    assert hidet_error <= rtol * scale + atol, (hidet_error, scale)
+    assert hidet_error <= 2 * eager_error + 1e-6 * scale + 6e-8, (hidet_error, eager_error)
 
 
 @pytest.mark.parametrize('dtype', [torch.float32, torch.float16])
@@ -90,14 +118,33 @@ def test_non_contiguous_cuda_input_and_structure():
 VISION = ['resnet18', 'resnet50', 'mobilenet_v2', 'efficientnet_b0', 'vit_b_16', 'convnext_tiny']
 
 
+def _informative_random_weights(model):
+    """torchvision's initialization leaves ViT's head at zero and batch-norm statistics at (0, 1), which
+    shrinks mobilenet_v2's and efficientnet_b0's outputs to ~1e-9: any comparison of them would pass.
+    Zero weight matrices are redrawn, and batch-norm statistics are taken from a random batch."""
+    for m in model.modules():
+        if isinstance(m, nn.Linear) and not m.weight.any():
+            nn.init.normal_(m.weight, std=m.in_features ** -0.5)
+    norms = [m for m in model.modules() if isinstance(m, nn.modules.batchnorm._BatchNorm)]
+    for m in norms:
+        m.reset_running_stats()
+        m.momentum = None  # cumulative average: one batch sets the statistics
+    if norms:
+        model.train()
+        with torch.no_grad():
+            model(torch.randn(4, 3, 224, 224))
+    return model.eval()
+
+
 @pytest.mark.parametrize('dtype', [torch.float32, torch.float16])
 @pytest.mark.parametrize('name', VISION)
 def test_torchvision(name, dtype):
     torchvision = pytest.importorskip('torchvision')
     torch.manual_seed(0)
-    model = getattr(torchvision.models, name)(weights=None)
-    tol = 2e-2 if dtype == torch.float16 else 1e-4
-    _check(model, [torch.randn(1, 3, 224, 224)], dtype, rtol=tol, atol=tol)
+    model = _informative_random_weights(getattr(torchvision.models, name)(weights=None))
+    # resnet18 in float16 keeps the seed's element-wise check against eager (rtol = atol = 2e-2)
+    _check(model, [torch.randn(1, 3, 224, 224)], dtype,
+           against_float32=dtype == torch.float16 and name != 'resnet18')
 
 
 def _transformers_model(name):
