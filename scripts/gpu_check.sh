@@ -50,7 +50,7 @@ for stage in $STAGES; do
   case $stage in
     core)
       echo "== cuda tests (all but the model suites)"
-      deselect=""; for t in $MODEL_TESTS; do deselect="$deselect --deselect $ROOT/$t"; done
+      deselect=""; for t in $MODEL_TESTS; do deselect="$deselect --deselect $t"; done
       run_pytest pytest_core "${TEST_TIMEOUT:-360}" "$ROOT/tests" -m cuda $deselect ;;
     models)
       echo "== model suites"
