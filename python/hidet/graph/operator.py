@@ -27,6 +27,10 @@ class Operator:
 
         cls.__init__ = recording_init
 
+    # False for operators whose template reads their own inputs and writes their own output as they are
+    # (attention): the fusion pass leaves them alone
+    fusible = True
+
     def __init__(self, inputs: Sequence[Tensor], attrs: Dict[str, Any], task: Task):
         self.inputs: List[Tensor] = list(inputs)
         self.attrs = attrs

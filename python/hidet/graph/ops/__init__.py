@@ -7,6 +7,7 @@ from .arithmetic import (
     sqrt, subtract, tanh, where,
 )
 from .matmul import matmul
+from .attention import attention
 from .reduce import all, any, argmax, argmin, cumsum, max, mean, min, prod, std, sum, var
 from .nn import batch_norm, group_norm, layer_norm, log_softmax, rms_norm, scaled_dot_product_attention, softmax
 from .conv import conv1d, conv2d, conv_transpose2d

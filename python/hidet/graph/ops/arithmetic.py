@@ -67,7 +67,7 @@ def _binary(x, y, fn: Callable[[Expr, Expr], Expr], name: str) -> Tensor:
     if isinstance(x, Tensor):
         return UnaryElementwiseOp(x, lambda a: fn(a, y), name, {'scalar': y}).get_output(0)
     if isinstance(y, Tensor):
-        return UnaryElementwiseOp(y, lambda b: fn(x, b), name, {'scalar': x}).get_output(0)
+        return UnaryElementwiseOp(y, lambda b: fn(x, b), name, {'scalar': x, 'scalar_first': True}).get_output(0)
     raise TypeError(f'{name}: expected at least one hidet.Tensor, got {type(x).__name__} and {type(y).__name__}')
 
 
@@ -143,11 +143,11 @@ def multiply(x, y) -> Tensor: return _binary(x, y, lambda a, b: a * b, 'multiply
 
 
 def divide(x, y) -> Tensor:
-    """True division: integer operands give float32, as torch."""
+    """True division: integer operands give float32, as torch; a Python float divides a float16 tensor in
+    float16 (as in multiply), as torch."""
     def fn(a, b):
-        a, b = convert(a), convert(b)
-        if not a.dtype.is_float() and not b.dtype.is_float():
-            a, b = cast(a, float32), cast(b, float32)
+        if not convert(a).dtype.is_float() and not convert(b).dtype.is_float():
+            return cast(convert(a), float32) / cast(convert(b), float32)
         return a / b
 
     return _binary(x, y, fn, 'divide')

@@ -139,7 +139,9 @@ class CausalMaskOp(Operator):
 def scaled_dot_product_attention(q: Tensor, k: Tensor, v: Tensor, attn_mask: Optional[Tensor] = None,
                                  is_causal: bool = False, scale: Optional[float] = None) -> Tensor:
     """softmax(q @ kᵀ · scale + mask) @ v, as torch.nn.functional.scaled_dot_product_attention (inference:
-    no dropout). A bool mask keeps the positions where it is True; a float mask is added."""
+    no dropout). A bool mask keeps the positions where it is True; a float mask is added. One fused
+    attention operator (attention.py) where q, k and v share their batch dimensions, else composed."""
+    from hidet.graph.ops.attention import attention
     from hidet.graph.ops.matmul import matmul
     from hidet.graph.ops.transform import transpose
 
@@ -149,6 +151,9 @@ def scaled_dot_product_attention(q: Tensor, k: Tensor, v: Tensor, attn_mask: Opt
     if is_causal and attn_mask is not None:
         raise ValueError('scaled_dot_product_attention: give attn_mask or is_causal, not both')
     scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale
+    if q.shape[:-2] == k.shape[:-2] == v.shape[:-2] and q.ndim == k.ndim == v.ndim and \
+            (attn_mask is None or attn_mask.ndim <= q.ndim):
+        return attention(q, k, v, attn_mask, scale, is_causal)
     qf, kf, vf = _upcast(q), _upcast(k), _upcast(v)
     scores = ew.multiply(matmul(qf, transpose(kf, -1, -2)), scale)
     if is_causal:

@@ -15,6 +15,7 @@ from hidet.graph.transforms.base import GraphPass, rewrite_graph
 from hidet.graph.transforms.convert_precision import ConvertPrecision
 from hidet.graph.transforms.convert_reduce_precision import ConvertReducePrecision
 from hidet.graph.transforms.eliminate_common_subexpressions import EliminateCommonSubexpressions
+from hidet.graph.transforms.fuse_attention import FuseAttention
 from hidet.graph.transforms.fold_constants import FoldConstants
 from hidet.graph.transforms.fold_conv_batch_norm import FoldConvBatchNorm
 from hidet.graph.transforms.fuse_operators import FuseOperators
@@ -27,7 +28,7 @@ def default_passes() -> List[GraphPass]:
     """Dead code needs no pass: a graph holds only the nodes its outputs depend on."""
     return [ConvertPrecision(), ConvertReducePrecision(), FoldConstants(), SimplifyTransforms(), FoldConvBatchNorm(),
             MergeSiblingMatmuls(), EliminateCommonSubexpressions(),
-            FuseOperators(), AnnotateKernelOptions()]
+            FuseAttention(), FuseOperators(), AnnotateKernelOptions()]
 
 
 def optimize(graph: FlowGraph) -> FlowGraph:

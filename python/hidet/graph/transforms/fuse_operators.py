@@ -9,7 +9,8 @@ group computes is read only by that consumer group (and is not a graph output), 
 - the producer is anchored, the consumer injective: an *epilogue* (e.g. bias + activation after a
   matmul), allowed only when each consumer element reads each anchor element once and the
   consumer is no larger than the anchor (a broadcast would recompute the reduction per element);
-- both anchored: never.
+- both anchored: never;
+- either holds an operator that is not ``fusible`` (attention, whose template reads q, k, v as they are): never.
 Epilogues are merged first (a forward sweep), the rest in a backward sweep. Every group then has one sink (the last member) whose outputs are the group's outputs, so running
 groups in the order of their sinks respects all dependencies.
 """
@@ -59,6 +60,8 @@ class FuseOperators(GraphPass):
 
         def try_merge(producer: _Group, consumer: _Group) -> bool:
             if producer is consumer or readers_outside(producer) != {id(consumer)}:
+                return False
+            if not all(m.fusible for m in producer.members + consumer.members):
                 return False
             if producer.anchor is not None and consumer.anchor is not None:
                 return False

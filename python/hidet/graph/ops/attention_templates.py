@@ -1,0 +1,289 @@
+"""Templates of the attention task (attention.py), in Hidet Script; float32 arithmetic throughout.
+
+- CPU: OpenMP over (batch, query row); a row's scores go to a stack buffer of Sk floats, then the
+  softmax and the weighted sum of v's rows.
+- CUDA: a warp per query row, ``rows`` rows per block. The block walks the keys in tiles of 32: it
+  stages the tile of k and v in shared memory (as float32), each lane scores one key of the tile, and
+  the warp updates its running maximum, running sum and output accumulators (lane c holds output
+  columns c, c + 32, ...) online, so the scores never reach memory. Head sizes up to 128.
+
+The finder takes only the bare attention task (AttentionOp is not fused with its neighbours).
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import List, Optional
+
+from hidet.ir.dtypes import float32
+from hidet.ir.expr import BufferLoad, Var, cast, convert
+from hidet.ir.task import Task
+from hidet.ir.type import TensorType
+
+CPU_MAX_KEYS = 16384  # the row buffer lives on the thread's stack (64 KiB)
+CUDA_MAX_HEAD = 128
+KEY_TILE = 32  # keys per tile on CUDA: one per lane
+LOWEST = -3.4028234663852886e38
+
+
+@dataclass(frozen=True)
+class AttentionConfig:
+    rows: int  # query rows (warps) per CUDA block; 1 on the CPU
+
+    def name(self) -> str:
+        return f'r{self.rows}'
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def _prod(xs) -> int:
+    n = 1
+    for x in xs:
+        n *= x
+    return n
+
+
+class AttentionShape:
+    """The task's sizes, its flat parameters and the mask's value at (batch, i, j) lowered onto them."""
+
+    def __init__(self, task: Task):
+        q, k, v = task.inputs[:3]
+        self.task = task
+        self.batch_shape = tuple(q.shape[:-2])
+        self.batch = _prod(self.batch_shape)
+        self.sq, self.d = q.shape[-2:]
+        self.sk, self.dv = k.shape[-2], v.shape[-1]
+        self.scale = task.attrs['scale']
+        self.causal = task.attrs['causal']
+        self.mask_kind = task.attrs['mask']
+        self.in_dtype = q.dtype
+        self.out_dtype = task.outputs[0].dtype
+        self.ins = [Var(f'in{i}', t.dtype, type=TensorType(t.dtype, [_prod(t.shape)], 'pointer'))
+                    for i, t in enumerate(task.inputs)]
+        self.out = Var('out', self.out_dtype, type=TensorType(self.out_dtype, [self.batch * self.sq * self.dv],
+                                                              'pointer'))
+
+    def text(self) -> str:
+        return (f'[{self.batch}, {self.sq}, {self.d}] x [{self.batch}, {self.sk}, {self.dv}] {self.in_dtype.name}'
+                + ('' if self.mask_kind == 'none' else f', {self.mask_kind} mask') + (', causal' if self.causal else ''))
+
+    def masked(self, score, b, i, j):
+        """``score`` of query i and key j of flat batch b after the mask (or the causal rule)."""
+        from hidet.ir.expr import binary, call, select
+        from hidet.ir.schedulers.lowering import flat_index, unflatten
+
+        from .utils import broadcast_indices
+
+        if self.mask_kind != 'none':
+            node = self.task.inputs[3]
+            idx = broadcast_indices(list(unflatten(b, self.batch_shape)) + [i, j], node.shape)
+            m = BufferLoad(self.ins[3], flat_index(idx, node.shape), node.dtype)
+            if self.mask_kind == 'bool':
+                from hidet.ir.dtypes import boolean
+
+                score = select(cast(m, boolean), score, convert(float('-inf'), float32))
+            else:
+                score = score + cast(m, float32)
+        if self.causal:
+            score = select(binary('<=', j, i), score, call('hidet_lowest', dtype=float32))
+        return score
+
+
+def _kernel_name(shape: AttentionShape, cfg: AttentionConfig, target: str) -> str:
+    return f'attention_{target}_{shape.task.key()[:12]}_{cfg.name()}'
+
+
+def _cpu_module(shape: AttentionShape, cfg: AttentionConfig):
+    import hidet
+    from hidet.lang import attr, f32, grid, math, register_tensor
+
+    q, k, v = shape.ins[:3]
+    out = shape.out
+    NB, SQ, SK, D, DV = shape.batch, shape.sq, shape.sk, shape.d, shape.dv
+    scale = shape.scale
+    name = _kernel_name(shape, cfg, 'cpu')
+
+    with hidet.script_module() as module:
+        @hidet.script
+        def cpu_attention():
+            attr.func_kind = 'cpu_kernel'
+            attr.func_name = name
+            for t in grid(NB * SQ, attrs='p'):
+                b = t / SQ
+                i = t % SQ
+                row = register_tensor(f32, [SK])
+                acc = register_tensor(f32, [DV])
+                top: f32 = LOWEST
+                for j in range(SK):
+                    s: f32 = 0.0
+                    for e in range(D):
+                        s += f32(q[t * D + e]) * f32(k[(b * SK + j) * D + e])
+                    s = shape.masked(s * scale, b, i, j)
+                    row[j] = s
+                    top = math.max(top, s)
+                total: f32 = 0.0
+                for j in range(SK):
+                    p = math.exp(row[j] - top)
+                    row[j] = p
+                    total += p
+                for c in range(DV):
+                    acc[c] = 0.0
+                for j in range(SK):
+                    p = row[j]
+                    for c in range(DV):
+                        acc[c] += p * f32(v[(b * SK + j) * DV + c])
+                for c in range(DV):
+                    out[t * DV + c] = cast(acc[c] / total, shape.out_dtype)
+
+    kernel = module.functions[-1]
+    kernel.params[:0] = shape.ins + [out]
+    return module
+
+
+def _cuda_module(shape: AttentionShape, cfg: AttentionConfig):
+    import hidet
+    from hidet.lang import attr, f32, math, register_tensor
+    from hidet.lang.cuda import blockIdx, shared_tensor, shfl_sync, shfl_xor_sync, syncthreads, threadIdx
+
+    q, k, v = shape.ins[:3]
+    out = shape.out
+    NB, SQ, SK, D, DV = shape.batch, shape.sq, shape.sk, shape.d, shape.dv
+    ROWS, KT = cfg.rows, KEY_TILE
+    THREADS = ROWS * 32
+    COLS = -(-DV // 32)  # output columns per lane
+    scale = shape.scale
+    name = _kernel_name(shape, cfg, 'cuda')
+    FULL = 0xFFFFFFFF
+    OFFSETS = [16, 8, 4, 2, 1]
+
+    with hidet.script_module() as module:
+        @hidet.script
+        def cuda_attention():
+            attr.func_name = name
+            attr.cuda_grid_dim = -(-SQ // ROWS), NB
+            attr.cuda_block_dim = THREADS
+            qs = shared_tensor(f32, [ROWS, D])
+            ks = shared_tensor(f32, [KT, D + 1])  # padded: lane l reads row l without bank conflicts
+            vs = shared_tensor(f32, [KT, DV])
+            tid = threadIdx.x
+            lane = tid % 32
+            w = tid / 32
+            b = blockIdx.y
+            i = blockIdx.x * ROWS + w
+            ic = i if i < SQ else SQ - 1  # rows past the end compute row SQ - 1 and store nothing
+            for e in range(lane, D, 32):
+                qs[w, e] = f32(q[(b * SQ + ic) * D + e])
+            acc = register_tensor(f32, [COLS])
+            for c in range(COLS):
+                acc[c] = 0.0
+            top: f32 = LOWEST
+            total: f32 = 0.0
+            for j0 in range(0, SK, KT):
+                syncthreads()  # every warp is done with the previous tile
+                for x in range(tid, KT * D, THREADS):
+                    r = x / D
+                    ks[r, x % D] = f32(k[(b * SK + j0 + r) * D + x % D]) if j0 + r < SK else 0.0
+                for x in range(tid, KT * DV, THREADS):
+                    r = x / DV
+                    vs[r, x % DV] = f32(v[(b * SK + j0 + r) * DV + x % DV]) if j0 + r < SK else 0.0
+                syncthreads()
+                j = j0 + lane
+                valid = j < SK
+                jc = j if valid else SK - 1  # keys past the end read the mask in bounds, and count for nothing
+                s: f32 = 0.0
+                for e in range(D):
+                    s += qs[w, e] * ks[lane, e]
+                s = shape.masked(s * scale, b, ic, jc)
+                tile_top = s if valid else LOWEST
+                for o in OFFSETS:
+                    tile_top = math.max(tile_top, shfl_xor_sync(FULL, tile_top, o))
+                new_top = math.max(top, tile_top)
+                p: f32 = 0.0
+                if valid:
+                    p = math.exp(s - new_top)  # a -inf score (bool mask) gives 0
+                correction = math.exp(top - new_top)
+                tile_sum = p
+                for o in OFFSETS:
+                    tile_sum += shfl_xor_sync(FULL, tile_sum, o)
+                total = total * correction + tile_sum
+                top = new_top
+                for c in range(COLS):
+                    acc[c] = acc[c] * correction
+                for jj in range(KT):
+                    pj = shfl_sync(FULL, p, jj)
+                    for c in range(COLS):
+                        if lane + c * 32 < DV:
+                            acc[c] += pj * vs[jj, lane + c * 32]
+            if i < SQ:
+                for c in range(COLS):
+                    if lane + c * 32 < DV:
+                        out[(b * SQ + i) * DV + lane + c * 32] = cast(acc[c] / total, shape.out_dtype)
+
+    kernel = module.functions[-1]
+    kernel.params[:0] = shape.ins + [out]
+    return module
+
+
+class AttentionTemplate:
+    """The attention template of one task on one target (the interface of hidet.drivers.templates)."""
+
+    name = 'attention-v1'
+
+    def __init__(self, task: Task, target: str):
+        self.shape = AttentionShape(task)
+        self.target = target
+
+    @property
+    def title(self) -> str:
+        return f'attention {self.shape.text()}'
+
+    def space(self, level: int) -> List[AttentionConfig]:
+        if self.target == 'cpu':
+            return [AttentionConfig(1)]
+        return [AttentionConfig(8)] if level == 0 else [AttentionConfig(r) for r in (8, 4, 16)]
+
+    def source(self, config: AttentionConfig, fallback: bool = True) -> str:
+        from hidet.backend.codegen import generate
+
+        build = _cpu_module if self.target == 'cpu' else _cuda_module
+        script = generate(build(self.shape, config).ir_module())
+        total = len(self.shape.ins) + 1
+        return '\n'.join([
+            script, '',
+            'HIDET_KERNEL_EXPORT int32_t launch(void* const* buffers, int32_t num_buffers, const int64_t* dims, '
+            'int32_t num_dims, void* stream) {',
+            f'  if (num_buffers != {total})',
+            f'    return hidet::fail("attention: expected {total} buffers, got " + std::to_string(num_buffers));',
+            f'  return {_kernel_name(self.shape, config, self.target)}(buffers, {total}, dims, 0, stream);',
+            '}', ''])
+
+    @staticmethod
+    def config_to_json(config: AttentionConfig) -> dict:
+        return config.as_dict()
+
+    def config_from_json(self, obj: dict) -> Optional[AttentionConfig]:
+        try:
+            cfg = AttentionConfig(**obj)
+        except TypeError:
+            return None
+        return cfg if cfg in self.space(2) else None
+
+
+def find_attention_template(task: Task, target: str) -> Optional[AttentionTemplate]:
+    if task.name != 'attention' or 'causal' not in task.attrs:
+        return None
+    q, k, v = task.inputs[:3]
+    if target == 'cpu' and k.shape[-2] <= CPU_MAX_KEYS:
+        return AttentionTemplate(task, target)
+    if target == 'cuda' and q.shape[-1] <= CUDA_MAX_HEAD and v.shape[-1] <= CUDA_MAX_HEAD:
+        return AttentionTemplate(task, target)
+    return None
+
+
+def _register() -> None:
+    from hidet.drivers.templates import register
+
+    register(find_attention_template)
+
+
+_register()

@@ -1,0 +1,167 @@
+"""The fused attention operator (hidet/graph/ops/attention.py): its templates on the CPU and CUDA, its
+compute definition through the auto-scheduler, and the graph pass that rewrites matmul → softmax →
+matmul into it (hidet/graph/transforms/fuse_attention.py). Everything against torch on random data."""
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import hidet
+from hidet.graph import ops
+from hidet.graph.ops.attention import AttentionOp
+from hidet.graph.ops.attention_templates import find_attention_template
+
+H = hidet.from_torch
+TOL = {'float32': 2e-5, 'float16': 2e-3}
+
+
+def _tensors(shape_q, sk, dv, dtype, device, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    dt = getattr(torch, dtype)
+    *batch, sq, d = shape_q
+    q = torch.randn(*batch, sq, d, generator=g).to(dt).to(device)
+    k = torch.randn(*batch, sk, d, generator=g).to(dt).to(device)
+    v = torch.randn(*batch, sk, dv, generator=g).to(dt).to(device)
+    return q, k, v
+
+
+def _expected(q, k, v, mask=None, causal=False, scale=None):
+    m = None if mask is None else (mask if mask.dtype == torch.bool else mask.float())
+    return F.scaled_dot_product_attention(q.float(), k.float(), v.float(), attn_mask=m, is_causal=causal,
+                                          scale=scale).to(q.dtype)
+
+
+def _check(actual, expected, dtype):
+    torch.testing.assert_close(actual.torch(), expected, rtol=TOL[dtype], atol=TOL[dtype])
+
+
+# 37 and 70 keys: a partial key tile of the CUDA template; heads 64 and 40 (not a multiple of 32)
+CASES = [([2, 3, 5, 16], 7, 16), ([1, 2, 37, 64], 37, 64), ([3, 9, 40], 70, 24)]
+
+
+@pytest.mark.parametrize('case', CASES, ids=str)
+@pytest.mark.parametrize('dtype', ['float32', 'float16'])
+@pytest.mark.parametrize('kind', ['plain', 'add', 'bool', 'causal'])
+def test_attention_matches_torch(case, dtype, kind, device):
+    shape_q, sk, dv = case
+    if kind == 'causal':
+        sk = shape_q[-2]
+    q, k, v = _tensors(shape_q, sk, dv, dtype, device)
+    mask = None
+    if kind == 'add':
+        mask = torch.randn(shape_q[-2], sk).to(q.dtype).to(device)  # broadcast over the batch
+    elif kind == 'bool':
+        mask = torch.rand(*shape_q[:-2], 1, sk, device=device) > 0.4
+        mask[..., 0] = True  # every query keeps a key
+    scale = 0.3
+    out = ops.attention(H(q), H(k), H(v), None if mask is None else H(mask), scale, kind == 'causal')
+    assert out.dtype.name == dtype
+    _check(out, _expected(q, k, v, mask, kind == 'causal', scale), dtype)
+
+
+def test_fully_masked_rows_are_nan_like_torch():
+    q, k, v = _tensors([1, 4, 8], 6, 8, 'float32', 'cpu')
+    mask = torch.ones(4, 6, dtype=torch.bool)
+    mask[2] = False
+    out = ops.attention(H(q), H(k), H(v), H(mask), 0.5).torch()
+    assert torch.isnan(out[0, 2]).all() and not torch.isnan(out[0, [0, 1, 3]]).any()
+    torch.testing.assert_close(out[0, [0, 1, 3]], _expected(q, k, v, mask, scale=0.5)[0, [0, 1, 3]])
+
+
+def test_compute_definition_through_the_auto_scheduler():
+    """The task's compute definition (what runs where no template applies) is the same function."""
+    from hidet.backend.cache import build_libraries
+    from hidet.backend.codegen import generate
+    from hidet.runtime.compiled_module import CompiledModule
+    from hidet.ir.schedulers import schedule_task
+
+    q, k, v = _tensors([2, 6, 8], 11, 5, 'float32', 'cpu', seed=1)
+    mask = torch.randn(6, 11)
+    op = AttentionOp(H(q), H(k), H(v), H(mask), 0.7)
+    path = build_libraries([(generate(schedule_task(op.task, 'cpu')), 'cpu', 'attention')])[0]
+    out = torch.empty(2, 6, 5)
+    CompiledModule(path)['launch'](H(q), H(k), H(v), H(mask), H(out))
+    torch.testing.assert_close(out, _expected(q, k, v, mask, scale=0.7), rtol=1e-5, atol=1e-5)
+
+
+def test_templates_and_their_limits():
+    q, k, v = (hidet.symbol([2, 4, 8, 64]) for _ in range(3))
+    task = AttentionOp(q, k, v, scale=0.1).task
+    assert find_attention_template(task, 'cpu') is not None
+    cuda = find_attention_template(task, 'cuda')
+    assert cuda is not None and 'attention [8, 8, 64]' in cuda.title
+    big = AttentionOp(*(hidet.symbol([1, 4, 8, 256]) for _ in range(3))).task
+    assert find_attention_template(big, 'cuda') is None  # heads over 128: the auto-scheduler
+    with pytest.raises(ValueError, match='same batch dimensions'):
+        ops.attention(hidet.symbol([2, 4, 8]), hidet.symbol([3, 4, 8]), hidet.symbol([3, 4, 8]))
+
+
+# ---------------------------------------------------------------- the graph pass
+def _composed(q, k, v, mask, scale_op, cast=None):
+    """Attention as a model written without sdpa: matmul, scale, mask, softmax, matmul."""
+    s = ops.matmul(q, ops.transpose(k, -1, -2))
+    s = ops.divide(s, 1.0 / scale_op) if scale_op else s
+    if mask is not None:
+        s = ops.add(s, mask)
+    p = ops.softmax(s, -1)
+    if cast:
+        p = ops.cast(p, cast)
+    return ops.matmul(p, v)
+
+
+def _attention_nodes(graph):
+    return [n for n in graph.nodes if isinstance(n, AttentionOp)]
+
+
+@pytest.mark.parametrize('dtype', ['float32', 'float16'])
+def test_pass_rewrites_matmul_softmax_matmul(dtype, device):
+    q, k, v = _tensors([2, 2, 9, 16], 9, 16, dtype, device)
+    mask = torch.randn(1, 1, 9, 9).to(q.dtype).to(device)
+    syms = [hidet.symbol_like(H(t)) for t in (q, k, v, mask)]
+    out = _composed(*syms, scale_op=0.25)
+    graph = hidet.trace_from(out, syms)
+    optimized = hidet.graph.optimize(graph)
+    (node,) = _attention_nodes(optimized)
+    assert node.attrs['scale'] == pytest.approx(0.25) and node.attrs['mask'] == 'add'
+    print(f'{len(graph.nodes)} operators -> {len(optimized.nodes)} after optimize')
+    expected = _expected(q, k, v, mask, scale=0.25)
+    _check(optimized(*[H(t) for t in (q, k, v, mask)]), expected, dtype)
+    _check(optimized.build()(*[H(t) for t in (q, k, v, mask)]), expected, dtype)
+
+
+def test_pass_takes_k_through_a_permute_and_tensor_scales():
+    """BERT's form: heads split by reshape + permute, kᵀ a permute of k's projection, a 0-d constant scale."""
+    b, s, h, d = 2, 5, 2, 8
+    x = torch.randn(b, s, h * d)
+    sym = hidet.symbol_like(H(x))
+    heads = [ops.permute(ops.reshape(ops.multiply(sym, float(i + 1)), [b, s, h, d]), [0, 2, 1, 3]) for i in range(3)]
+    q, k, v = heads
+    kt = ops.permute(ops.reshape(ops.multiply(sym, 2.0), [b, s, h, d]), [0, 2, 3, 1])
+    scores = ops.divide(ops.matmul(q, kt), hidet.asarray(math.sqrt(d)))
+    out = ops.matmul(ops.softmax(scores, -1), v)
+    graph = hidet.trace_from(out, [sym])
+    optimized = hidet.graph.optimize(graph)
+    assert len(_attention_nodes(optimized)) == 1
+    xk = (x * 2).reshape(b, s, h, d).permute(0, 2, 1, 3)
+    xv = (x * 3).reshape(b, s, h, d).permute(0, 2, 1, 3)
+    xq = x.reshape(b, s, h, d).permute(0, 2, 1, 3)
+    torch.testing.assert_close(optimized(H(x)).torch(), _expected(xq, xk, xv), rtol=2e-5, atol=2e-5)
+
+
+def test_pass_keeps_chains_whose_weights_are_used():
+    q, k, v = (hidet.symbol([2, 6, 8]) for _ in range(3))
+    scores = ops.matmul(q, ops.transpose(k, -1, -2))
+    p = ops.softmax(scores, -1)
+    graph = hidet.trace_from([ops.matmul(p, v), p], [q, k, v])  # the weights are an output too
+    assert not _attention_nodes(hidet.graph.optimize(graph))
+    # a scale applied before the matmul, or a softmax over another axis, is not attention either
+    other = hidet.trace_from(ops.matmul(ops.softmax(scores, 1), v), [q, k, v])
+    assert not _attention_nodes(hidet.graph.optimize(other))
+
+
+def test_sdpa_is_one_attention_kernel():
+    q, k, v = (hidet.symbol([1, 2, 8, 16]) for _ in range(3))
+    graph = hidet.trace_from(ops.scaled_dot_product_attention(q, k, v, is_causal=True), [q, k, v])
+    optimized = hidet.graph.optimize(graph)
+    assert [type(n).__name__ for n in optimized.nodes] == ['AttentionOp']
