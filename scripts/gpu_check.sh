@@ -5,7 +5,7 @@
 # comes back with logs.
 #
 #   bash scripts/gpu_check.sh [LOG_DIR] [STAGE...]
-#   STAGE: core (cuda tests but the model suites), models (torchvision / transformers / ONNX models),
+#   STAGE: core (cuda tests but the model suites), select (the cuda tests under $SELECT), models (torchvision / transformers / ONNX models),
 #          bench (build times, ops, matmul), report (the model table, serving from C++ against Python,
 #          ONNX models against onnxruntime). Default: core bench.
 #   TEST_TIMEOUT=360 MODELS_TIMEOUT=480 BENCH_TIMEOUT=120 REPORT_MODELS=resnet18,...
@@ -55,6 +55,9 @@ for stage in $STAGES; do
     models)
       echo "== model suites"
       run_pytest pytest_models "${MODELS_TIMEOUT:-480}" $(for t in $MODEL_TESTS; do echo "$ROOT/$t"; done) ;;
+    select)
+      echo "== cuda tests under: $SELECT"
+      run_pytest pytest_select "${TEST_TIMEOUT:-360}" $(for t in $SELECT; do echo "$ROOT/$t"; done) -m cuda ;;
     bench)
       echo "== benchmarks"
       (cd /tmp && timeout 40 python3 "$ROOT/scripts/bench_build.py") 2>&1 | tee "$LOG_DIR/bench_build.log"
