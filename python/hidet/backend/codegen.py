@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Dict, List
 
 from hidet.ir.dtypes import DataType
-from hidet.ir.expr import Binary, BufferLoad, Call, Cast, Constant, Expr, Select, Unary, Var
+from hidet.ir.expr import Binary, BufferLoad, Call, Cast, Constant, Expr, Select, SymbolVar, Unary, Var
 from hidet.ir.lowlevel import Address, FunctionCall, PrimCall
 from hidet.ir.stmt import (Assign, Break, Continue, Declare, Evaluate, For, Function, If, IRModule, Return, Seq,
                            Stmt, Store, VectorCopy, While)
@@ -54,6 +54,8 @@ class CodeGen:
         return _STORAGE_16[self.target][dtype.name] if is_16bit_float(dtype) else _SCALAR_C[dtype.name]
 
     def name(self, v: Var) -> str:
+        if isinstance(v, SymbolVar):  # one C variable per symbol name (the launch entry binds it from dims)
+            return f'sym_{v.name}'
         if id(v) not in self.names:
             base = ''.join(c if c.isalnum() else '_' for c in v.name)
             self.names[id(v)] = f'{base}_{len(self.names)}' if not v.pointer else base
@@ -198,11 +200,12 @@ class CodeGen:
             return [f'{pad}return{self.returned(s.value)};']
         raise TypeError(f'codegen: unexpected statement {type(s).__name__}')
 
-    def function(self, f: Function, num_inputs: int) -> List[str]:
+    def function(self, f: Function, num_inputs: int, symbols: List[str] = ()) -> List[str]:
         params = []
         for i, p in enumerate(f.params):
             const = 'const ' if i < num_inputs else ''
             params.append(f'{const}{self.storage_type(p.dtype)}* __restrict__ {self.name(p)}')
+        params += [f'int64_t sym_{s}' for s in symbols]
         if f.kind == 'cuda':
             block = 1
             for b in f.block:
@@ -290,6 +293,7 @@ def _launch_call(gen: CodeGen, f: Function, module: IRModule, index: int) -> Lis
     args = [f'({gen.storage_type(p.dtype)}*)buffers[{i}]' for i, p in enumerate(f.params[:module.num_inputs])]
     out = f.params[-1]
     args.append(f'({gen.storage_type(out.dtype)}*)buffers[{module.num_inputs + index}]')
+    args += [f'sym_{s}' for s in module.symbols]
     if f.kind == 'cpu':
         return [f'  {f.name}({", ".join(args)});']
     grid = ', '.join(str(g) for g in f.grid)
@@ -324,14 +328,23 @@ def generate(module: IRModule) -> str:
              'HIDET_DEFINE_LIBRARY_EXPORTS()', '']
     for f in module.functions:
         if f.fallback is not None:
-            lines += gen.function(f.fallback, module.num_inputs)
-        lines += gen.function(f, module.num_inputs)
+            lines += gen.function(f.fallback, module.num_inputs, module.symbols)
+        lines += gen.function(f, module.num_inputs, module.symbols)
     total = module.num_inputs + module.num_outputs
     lines += [f'HIDET_KERNEL_EXPORT int32_t {ENTRY_POINT}(void* const* buffers, int32_t num_buffers, '
               'const int64_t* dims, int32_t num_dims, void* stream) {',
               f'  if (num_buffers != {total})',
               f'    return hidet::fail("{module.name}: expected {total} buffers ({module.num_inputs} inputs, '
               f'{module.num_outputs} outputs), got " + std::to_string(num_buffers));']
+    if module.symbols:
+        nd, names = len(module.symbols), ', '.join(module.symbols)
+        lines += [f'  if (num_dims != {nd} || dims == nullptr)',
+                  f'    return hidet::fail("{module.name}: expected {nd} dimension values ({names}), got " + '
+                  'std::to_string(num_dims));']
+        for i, s in enumerate(module.symbols):
+            lines += [f'  const int64_t sym_{s} = dims[{i}];',
+                      f'  if (sym_{s} < 0) return hidet::fail("{module.name}: dimension {s} is negative: " + '
+                      f'std::to_string(sym_{s}));']
     for i, f in enumerate(module.functions):
         lines += _guarded_launch(gen, f, module, i)
     lines += ['  return 0;', '}', '']

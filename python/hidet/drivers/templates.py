@@ -32,6 +32,8 @@ def find(task: Task, target: str) -> Optional[object]:
     """The template for ``task`` on ``target``, or None (the auto-scheduler runs it)."""
     import hidet.graph.ops  # noqa: F401  (operator families register their templates on import)
 
+    if task.symbols():  # templates are written for static shapes; symbolic ones take the auto-scheduler
+        return None
     for finder in _FINDERS:
         template = finder(task, target)
         if template is not None:

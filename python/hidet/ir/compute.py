@@ -10,10 +10,21 @@ expression over the output's index variables, which may contain ``ReduceCompute`
 from __future__ import annotations
 
 import inspect
-from typing import Callable, List, Optional, Sequence
+from typing import Callable, List, Optional, Sequence, Union
 
 from hidet.ir.dtypes import DataType, boolean, data_type, float32, int64
 from hidet.ir.expr import Expr, TensorElement, Var, cast, convert, index_vars
+
+Dim = Union[int, Expr]  # a Python int, or an int64 expression of symbolic dimensions (hidet.ir.expr.SymbolVar)
+
+
+def dim(x) -> Dim:
+    """``x`` as a dimension: a Python int, or an integer expression."""
+    if isinstance(x, Expr):
+        if not x.dtype.is_integer():
+            raise TypeError(f'a dimension must be an integer, got an expression of {x.dtype}')
+        return x
+    return int(x)
 
 REDUCE_KINDS = ('sum', 'mean', 'max', 'min', 'prod', 'any', 'all')
 
@@ -30,7 +41,7 @@ class TensorNode:
     def __init__(self, name: str, dtype, shape: Sequence[int], definition: Optional[GridCompute] = None):
         self.name = name
         self.dtype: DataType = data_type(dtype)
-        self.shape = tuple(int(s) for s in shape)
+        self.shape = tuple(dim(s) for s in shape)
         self.definition = definition
 
     def is_input(self) -> bool:
@@ -55,7 +66,7 @@ class ReduceCompute(Expr):
 
     def __init__(self, axes: Sequence[Var], shape: Sequence[int], value: Expr, kind: str, acc_dtype: DataType,
                  dtype: DataType):
-        self.axes, self.shape, self.value = tuple(axes), tuple(int(s) for s in shape), value
+        self.axes, self.shape, self.value = tuple(axes), tuple(dim(s) for s in shape), value
         self.kind, self.acc_dtype, self.dtype = kind, acc_dtype, dtype
 
 
@@ -73,7 +84,7 @@ def tensor_input(name: str, dtype, shape: Sequence[int]) -> TensorNode:
 
 def compute(name: str, shape: Sequence[int], fcompute: Callable[..., Expr], dtype=None) -> TensorNode:
     """A tensor whose element at ``indices`` is ``fcompute(*indices)``."""
-    shape = tuple(int(s) for s in shape)
+    shape = tuple(dim(s) for s in shape)
     axes = index_vars([f'i{d}' for d in range(len(shape))])
     _check_arity(f'compute {name!r}', fcompute, len(shape))
     value = convert(fcompute(*axes))
@@ -97,7 +108,7 @@ def reduce(shape: Sequence[int], fcompute: Callable[..., Expr], kind: str, acc_d
     """The ``kind`` reduction of ``fcompute(*r)`` over ``r`` in ``shape`` (use inside ``compute``)."""
     if kind not in REDUCE_KINDS:
         raise ValueError(f'unknown reduction {kind!r}; expected one of {REDUCE_KINDS}')
-    shape = tuple(int(s) for s in shape)
+    shape = tuple(dim(s) for s in shape)
     axes = index_vars([f'r{d}' for d in range(len(shape))])
     _check_arity('reduce', fcompute, len(shape))
     value = convert(fcompute(*axes))

@@ -60,6 +60,37 @@ class Var(Expr):
         self.type = type
 
 
+class SymbolVar(Var):
+    """A symbolic dimension (``hidet.symbol_var('batch')``): an int64 known only when a kernel runs. Symbols
+    are identified by name: every SymbolVar named 'batch' is the same dimension, bound at run time from
+    the kernel ABI's ``dims`` (in the order of their names)."""
+
+    def __init__(self, name: str):
+        if not name.isidentifier():
+            raise ValueError(f'a symbolic dimension needs an identifier as name, got {name!r}')
+        super().__init__(name, int64)
+
+
+def symbol_var(name: str) -> SymbolVar:
+    return SymbolVar(name)
+
+
+def is_static(x) -> bool:
+    """Whether a dimension is a Python int (not symbolic)."""
+    return isinstance(x, int)
+
+
+def symbols_of(exprs) -> list:
+    """The names of the symbolic dimensions in ``exprs`` (ints and Exprs), sorted."""
+    from hidet.ir.functors import collect
+
+    names = set()
+    for e in exprs:
+        if isinstance(e, Expr):
+            names.update(v.name for v in collect(e, SymbolVar))
+    return sorted(names)
+
+
 class Constant(Expr):
     def __init__(self, value, dtype):
         self.dtype = data_type(dtype)

@@ -24,6 +24,10 @@ class Namer:
         self.names: Dict[int, str] = {}
 
     def var(self, v: Var) -> str:
+        from hidet.ir.expr import SymbolVar
+
+        if isinstance(v, SymbolVar):  # a dimension is identified by its name (it binds dims[] by name)
+            return f'${v.name}'
         if id(v) not in self.names:
             self.names[id(v)] = f'v{len(self.names)}'
         return self.names[id(v)]

@@ -128,6 +128,7 @@ class IRModule:
         self.name, self.target, self.functions = name, target, functions
         self.num_inputs, self.num_outputs = num_inputs, num_outputs
         self.exports = exports
+        self.symbols: List[str] = []  # names of the symbolic dimensions, bound from the ABI's dims in this order
 
     def __str__(self) -> str:
         from hidet.ir.printer import module_text

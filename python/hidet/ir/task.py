@@ -22,6 +22,20 @@ class Task:
         if missing:
             raise ValueError(f'task {name}: outputs read tensors that are not task inputs: {sorted(set(missing))}')
 
+    def symbols(self) -> List[str]:
+        """Names of the symbolic dimensions of the task's tensors and reductions, sorted: the order of the
+        kernel ABI's ``dims``."""
+        from hidet.ir.compute import ReduceCompute
+        from hidet.ir.expr import symbols_of
+
+        exprs = []
+        for out in self.outputs:
+            for node in collect(out, TensorNode):
+                exprs += list(node.shape)
+            exprs += [d for r in collect(out, ReduceCompute) for d in r.shape]
+        exprs += [d for t in self.inputs for d in t.shape]
+        return symbols_of(exprs)
+
     def text(self) -> str:
         """Canonical text: every tensor definition in dependency order, then the attributes."""
         namer = Namer()

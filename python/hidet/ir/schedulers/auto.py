@@ -27,7 +27,7 @@ from typing import Dict, List
 
 from hidet.ir.compute import ReduceCompute, TensorNode
 from hidet.ir.dtypes import boolean, int64
-from hidet.ir.expr import Expr, TensorElement, Var, binary, call, convert, logical_and, minimum
+from hidet.ir.expr import Expr, TensorElement, Var, binary, call, convert, is_static, logical_and, minimum
 from hidet.ir.functors import collect, inline_computes, substitute
 from hidet.ir.schedulers.analysis import depends_on, linear
 from hidet.ir.schedulers.lowering import CUDA_BLOCK, Lowering, flat_index, prod, top_reduces, unflatten
@@ -62,6 +62,22 @@ def _cpu_kernel(name: str, params: List[Var], out_param: Var, value: Expr, axes,
         element = lowering.value(value, body, 'thread')
         return Function(name, params, Seq(body + [Store(out_param, 0, element)]), 'cpu')
     width, outer = shape[-1], prod(shape[:-1])
+    if not (is_static(width) and is_static(outer)):  # symbolic: one parallel iteration per outer index
+        width, outer = convert(width), convert(outer)
+        t, j = Var('t', int64), Var('j', int64)
+        mapping = {axes[-1]: j}
+        pre: List[Stmt] = []
+        for d, idx in enumerate(unflatten(t, shape[:-1])):
+            if not isinstance(idx, Var) and collect(idx, Var):
+                v = Var(f'i{d}', int64)
+                pre.append(Declare(v, idx))
+                idx = v
+            mapping[axes[d]] = idx
+        body: List[Stmt] = []
+        element = lowering.value(substitute(value, mapping), body, 'thread')
+        inner = For(j, 0, width, 1, Seq(body + [Store(out_param, t * width + j, element)]),
+                    kind='simd' if injective else 'serial')
+        return Function(name, params, For(t, 0, outer, 1, Seq(pre + [inner]), kind='parallel'), 'cpu')
     # enough parallel iterations for the threads: split the innermost dimension when outer ones are few
     least = 16 if injective else 1  # elements per iteration (reductions: each element is a loop already)
     chunks = max(1, min(-(-width // least), max(-(-width // CPU_CHUNK), -(-CPU_MIN_ITERATIONS // max(outer, 1)))))
@@ -180,6 +196,9 @@ def _output_kernel(task: Task, out: TensorNode, out_param: Var, params: Dict[int
     lowering = Lowering(params)
     if target == 'cpu':
         return _cpu_kernel(name, all_params, out_param, value, axes, out.shape, lowering)
+    if task.symbols():
+        raise NotImplementedError(f'task {task.name}: symbolic dimensions ({", ".join(task.symbols())}) are '
+                                  'supported on the CPU only so far; give the CUDA task static shapes')
     largest = max((prod(r.shape) for r in collect(value, ReduceCompute)), default=0)
     if largest <= 1:
         scalar = _cuda_thread(name, all_params, out_param, value, axes, out.shape, lowering)
@@ -211,4 +230,6 @@ def schedule_task(task: Task, target: str) -> IRModule:
             raise ValueError(f'task {task.name}: output {out.name} is an input; outputs must be computed')
         out_param = Var(f'out{i}', out.dtype, pointer=True)
         functions.append(_output_kernel(task, out, out_param, params, target, f'{task.name}_k{i}'))
-    return IRModule(task.name, target, functions, len(task.inputs), len(task.outputs))
+    module = IRModule(task.name, target, functions, len(task.inputs), len(task.outputs))
+    module.symbols = task.symbols()
+    return module

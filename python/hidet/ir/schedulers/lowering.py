@@ -16,7 +16,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 from hidet.ir.compute import ReduceCompute
 from hidet.ir.dtypes import DataType, int64
-from hidet.ir.expr import BufferLoad, Constant, Expr, TensorElement, Var, binary, call, cast, convert, select
+from hidet.ir.expr import BufferLoad, Constant, Expr, TensorElement, Var, binary, call, cast, convert, is_static, select
 from hidet.ir.functors import collect, rewrite, substitute
 from hidet.ir.schedulers.analysis import depends_on, structural_key
 from hidet.ir.stmt import Assign, Declare, For, Seq, Stmt
@@ -25,9 +25,10 @@ CUDA_BLOCK = 256
 
 
 def prod(xs: Sequence[int]) -> int:
+    """The product of dimensions (ints, or int64 expressions of symbolic ones)."""
     n = 1
     for x in xs:
-        n *= x
+        n = x if is_static(n) and n == 1 else n * x
     return n
 
 
@@ -39,14 +40,19 @@ def flat_index(indices: Sequence[Expr], shape: Sequence[int]) -> Expr:
 
 
 def unflatten(flat: Expr, shape: Sequence[int]) -> List[Expr]:
-    """The per-dimension indices of flat row-major index ``flat``."""
+    """The per-dimension indices of flat row-major index ``flat`` (symbolic extents: a modulo on every
+    dimension but the outermost)."""
     out, stride = [], 1
-    for extent in reversed(shape):
-        if extent == 1:
+    total = prod(shape)
+    for d in reversed(range(len(shape))):
+        extent = shape[d]
+        if is_static(extent) and extent == 1:
             out.append(convert(0))
         else:
-            idx = flat if stride == 1 else flat / stride
-            out.append(idx % extent if stride * extent < prod(shape) else idx)
+            idx = flat if is_static(stride) and stride == 1 else flat / stride
+            static = is_static(stride) and is_static(extent) and is_static(total)
+            last = stride * extent < total if static else d > 0
+            out.append(idx % extent if last else idx)
         stride *= extent
     return list(reversed(out))
 
@@ -146,7 +152,7 @@ class Lowering:
                                           dtype=r.acc_dtype)))
         result: Expr = acc
         if r.kind == 'mean':
-            result = binary('/', result, Constant(extent, r.acc_dtype))
+            result = binary('/', result, Constant(extent, r.acc_dtype) if is_static(extent) else cast(extent, r.acc_dtype))
         result = cast(result, r.dtype)
         self.scopes[-1][key] = result
         return result

@@ -1,0 +1,109 @@
+"""Symbolic dimensions in the IR (issue 10, first layer): a task whose shapes name ``hidet.ir.expr.SymbolVar``
+dimensions compiles once on the CPU and runs at any size, the values coming through the kernel ABI's
+``dims`` (ordered by symbol name). Elementwise with broadcasting, reductions over a symbolic axis, a
+matmul with symbolic rows and depth, against torch at several sizes of one compiled library."""
+import pytest
+import torch
+
+import hidet
+from hidet.backend.cache import build_libraries
+from hidet.backend.codegen import generate
+from hidet.ir.compute import compute, reduce, tensor_input
+from hidet.ir.expr import SymbolVar, symbol_var
+from hidet.ir.schedulers import schedule_task
+from hidet.ir.task import Task
+from hidet.runtime.compiled_module import CompiledModule
+
+H = hidet.from_torch
+
+
+def _library(task: Task, target: str = 'cpu'):
+    source = generate(schedule_task(task, target))
+    return CompiledModule(build_libraries([(source, target, task.name)])[0])['launch']
+
+
+def test_elementwise_with_broadcast_runs_at_every_size():
+    b, s = symbol_var('batch'), symbol_var('seq')
+    x = tensor_input('x', 'float32', [b, s, 8])
+    bias = tensor_input('bias', 'float32', [8])
+    y = compute('y', [b, s, 8], lambda i, j, k: x[i, j, k] * 2.0 + bias[k])
+    task = Task('scale_bias', [x, bias], [y])
+    assert task.symbols() == ['batch', 'seq']
+    assert '$batch' in task.text() and '$seq' in task.text()
+    launch = _library(task)
+    bias_t = torch.randn(8)
+    for batch, seq in [(1, 1), (3, 5), (2, 17), (0, 4)]:
+        xt = torch.randn(batch, seq, 8)
+        out = torch.empty(batch, seq, 8)
+        launch(H(xt), H(bias_t), H(out), dims=[batch, seq])
+        torch.testing.assert_close(out, xt * 2 + bias_t)
+
+
+@pytest.mark.parametrize('kind', ['sum', 'mean', 'max'])
+def test_reduction_over_a_symbolic_axis(kind):
+    n = symbol_var('n')
+    x = tensor_input('x', 'float32', [4, n])
+    y = compute('y', [4], lambda i: reduce([n], lambda j: x[i, j], kind))
+    launch = _library(Task(f'row_{kind}', [x], [y]))
+    for size in (1, 7, 100):
+        xt = torch.randn(4, size)
+        out = torch.empty(4)
+        launch(H(xt), H(out), dims=[size])
+        expected = {'sum': xt.sum(1), 'mean': xt.mean(1), 'max': xt.amax(1)}[kind]
+        torch.testing.assert_close(out, expected, rtol=1e-5, atol=1e-5)
+
+
+def test_matmul_with_symbolic_rows_and_depth():
+    m, k = symbol_var('m'), symbol_var('k')
+    a = tensor_input('a', 'float32', [m, k])
+    w = tensor_input('w', 'float32', [k, 6])
+    c = compute('c', [m, 6], lambda i, j: reduce([k], lambda kk: a[i, kk] * w[kk, j], 'sum'))
+    launch = _library(Task('matmul_mk', [a, w], [c]))
+    for rows, depth in [(1, 3), (9, 16), (33, 5)]:
+        at, wt = torch.randn(rows, depth), torch.randn(depth, 6)
+        out = torch.empty(rows, 6)
+        launch(H(at), H(wt), H(out), dims=[depth, rows])  # by name: k, then m
+        torch.testing.assert_close(out, at @ wt, rtol=1e-5, atol=1e-5)
+
+
+def test_shape_arithmetic_on_symbols():
+    """A dimension may be an expression of symbols: concatenating two [n] vectors gives [2n]."""
+    n = symbol_var('n')
+    x = tensor_input('x', 'float32', [n])
+    from hidet.ir.expr import binary, select
+
+    y = compute('y', [n * 2], lambda i: select(binary('<', i, n), x[i % n], -x[i % n]))
+    launch = _library(Task('mirror', [x], [y]))
+    xt = torch.randn(5)
+    out = torch.empty(10)
+    launch(H(xt), H(out), dims=[5])
+    torch.testing.assert_close(out, torch.cat([xt, -xt]))
+
+
+def test_wrong_dims_are_errors_naming_the_symbols():
+    n = symbol_var('n')
+    x = tensor_input('x', 'float32', [n])
+    launch = _library(Task('neg_n', [x], [compute('y', [n], lambda i: -x[i])]))
+    xt, out = torch.randn(3), torch.empty(3)
+    with pytest.raises(RuntimeError, match=r'expected 1 dimension values \(n\), got 0'):
+        launch(H(xt), H(out))
+    with pytest.raises(RuntimeError, match='dimension n is negative'):
+        launch(H(xt), H(out), dims=[-1])
+
+
+def test_symbols_are_identified_by_name_and_must_be_identifiers():
+    assert SymbolVar('batch').name == 'batch'
+    with pytest.raises(ValueError, match='identifier'):
+        symbol_var('not a name')
+    a = Task('t', [x := tensor_input('x', 'float32', [symbol_var('a'), symbol_var('b')])],
+             [compute('y', x.shape, lambda i, j: x[i, j])])
+    b = Task('t', [y := tensor_input('x', 'float32', [symbol_var('b'), symbol_var('a')])],
+             [compute('y', y.shape, lambda i, j: y[i, j])])
+    assert a.key() != b.key()  # the same text up to names would bind dims differently
+
+
+def test_cuda_tasks_with_symbols_are_refused_clearly():
+    n = symbol_var('n')
+    x = tensor_input('x', 'float32', [n])
+    with pytest.raises(NotImplementedError, match='symbolic dimensions .n. are supported on the CPU only'):
+        schedule_task(Task('neg_cuda', [x], [compute('y', [n], lambda i: -x[i])]), 'cuda')
