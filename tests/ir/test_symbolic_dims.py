@@ -107,3 +107,52 @@ def test_cuda_tasks_with_symbols_are_refused_clearly():
     x = tensor_input('x', 'float32', [n])
     with pytest.raises(NotImplementedError, match='symbolic dimensions .n. are supported on the CPU only'):
         schedule_task(Task('neg_cuda', [x], [compute('y', [n], lambda i: -x[i])]), 'cuda')
+
+
+# ---------------------------------------------------------------- graphs of symbolic tensors (run node by node)
+def _graph():
+    from hidet.graph import ops
+
+    x = hidet.symbol(['batch', 'seq', 8])
+    w = hidet.asarray(torch.randn(8, 4, generator=torch.Generator().manual_seed(0)).numpy())
+    b = hidet.symbol([4])
+    y = ops.sum(ops.relu(ops.add(ops.matmul(x, w), b)), 1)
+    return hidet.trace_from(y, [x, b]), w.torch()
+
+
+def test_symbolic_graph_runs_at_every_size_without_recompiling():
+    from hidet.drivers.build_task import _LoadedModules
+
+    graph, w = _graph()
+    assert graph.symbols() == ['batch', 'seq']
+    assert 'float32[$batch, $seq, 4]' in str(graph)
+    bias = torch.randn(4)
+    loaded = None
+    for batch, seq in [(1, 3), (4, 7), (2, 1), (3, 16)]:
+        x = torch.randn(batch, seq, 8)
+        out = graph(H(x), H(bias)).torch()
+        torch.testing.assert_close(out, torch.relu(x @ w + bias).sum(1), rtol=1e-5, atol=1e-5)
+        if loaded is None:
+            loaded = len(_LoadedModules.modules)
+        assert len(_LoadedModules.modules) == loaded  # the same kernels at every size
+
+
+def test_symbolic_graph_input_errors_and_build_refusal():
+    graph, _ = _graph()
+    with pytest.raises(ValueError, match='dimension 0 is 5, expected 4'):
+        graph(H(torch.randn(2, 3, 8)), H(torch.randn(5)))
+    with pytest.raises(ValueError, match='expected 3 dimensions'):
+        graph(H(torch.randn(2, 8)), H(torch.randn(4)))
+    with pytest.raises(NotImplementedError, match=r'symbolic dimensions \(batch, seq\) is not supported yet'):
+        graph.build()
+
+
+def test_one_symbol_shared_by_two_inputs_must_agree():
+    from hidet.graph import ops
+
+    a, b = hidet.symbol(['n', 3]), hidet.symbol(['n', 3])
+    graph = hidet.trace_from(ops.add(a, b), [a, b])
+    x = torch.randn(5, 3)
+    torch.testing.assert_close(graph(H(x), H(x)).torch(), x + x)
+    with pytest.raises(ValueError, match='dimension 0 is 4, expected'):
+        graph(H(x), H(torch.randn(4, 3)))

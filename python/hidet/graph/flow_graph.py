@@ -15,7 +15,7 @@ import re
 from typing import Dict, Iterable, List, Optional, Sequence, Union
 
 from hidet.graph.operator import Operator
-from hidet.graph.tensor import Tensor
+from hidet.graph.tensor import Tensor, bind_symbols
 from hidet.ir.dtypes import data_type
 from hidet.runtime.device import device as _device
 
@@ -99,9 +99,16 @@ class FlowGraph:
             if not isinstance(value, Tensor) or value.is_symbolic():
                 raise TypeError(f'input {i}: expected a concrete hidet.Tensor like {sym.signature()}, '
                                 f'got {getattr(value, "signature", lambda: type(value).__name__)()}')
-            if value.shape != sym.shape or value.dtype != sym.dtype or value.device != sym.device:
+            if value.dtype != sym.dtype or value.device != sym.device:
                 raise ValueError(f'input {i}: expected {sym.signature()}, got {value.signature()}')
+        bind_symbols(self.inputs, inputs)  # every dimension agrees with the inputs' shapes (symbols bound once)
         return {id(sym): value for sym, value in zip(self.inputs, inputs)}
+
+    def symbols(self) -> List[str]:
+        """Names of the symbolic dimensions of the graph's inputs."""
+        from hidet.ir.expr import symbols_of
+
+        return symbols_of([d for t in self.inputs for d in t.shape])
 
     def build(self, space: int = 0, input_names: Optional[Sequence[str]] = None,
               output_names: Optional[Sequence[str]] = None):
@@ -109,6 +116,10 @@ class FlowGraph:
         The names are those of the artifact's inputs and outputs (default x, x0, x1, ... and y, y0, ...)."""
         from hidet.drivers.build_graph import build_flow_graph
 
+        if self.symbols():
+            raise NotImplementedError(f'building a graph with symbolic dimensions ({", ".join(self.symbols())}) is '
+                                      'not supported yet: run it node by node (graph(*inputs)) or trace it with '
+                                      'static shapes')
         return build_flow_graph(self, space=space, input_names=input_names, output_names=output_names)
 
     def cuda_graph(self):

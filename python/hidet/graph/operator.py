@@ -61,12 +61,17 @@ class Operator:
     def compute(self, inputs: Sequence[Tensor]) -> List[Tensor]:
         """Run this operator's kernel on concrete ``inputs`` (shaped like ``self.inputs``) into new tensors."""
         from hidet.drivers import build_task
+        from hidet.graph.tensor import bind_symbols
+        from hidet.ir.expr import evaluate_dim
 
-        outputs = [_empty(t.shape, t.dtype, self.device) for t in self.outputs]
+        symbols = self.task.symbols()
+        values = bind_symbols(self.inputs, inputs) if symbols else {}
+        outputs = [_empty([evaluate_dim(d, values) for d in t.shape], t.dtype, self.device) for t in self.outputs]
         # Empty inputs still launch: a kernel reads only the elements its outputs need (a matmul with
         # k = 0 writes zeros, a constant pad of an empty tensor writes the padding).
         if all(t.numel() > 0 for t in outputs):
-            build_task(self.task, self.target)['launch'](*inputs, *outputs)
+            dims = [values[name] for name in symbols]
+            build_task(self.task, self.target)['launch'](*inputs, *outputs, dims=dims)
         return outputs
 
     def clone(self, inputs: Sequence[Tensor]) -> 'Operator':

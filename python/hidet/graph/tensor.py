@@ -15,11 +15,19 @@ from hidet.ir.dtypes import DataType, bf16_to_f32, bfloat16, data_type, f32_to_b
 from hidet.runtime.device import Device, device as _device
 
 
+def _dim(s):
+    """A dimension: an int, or a symbolic one (a name, as 'batch', or an integer expression of names)."""
+    from hidet.ir.compute import dim
+    from hidet.ir.expr import symbol_var
+
+    return symbol_var(s) if isinstance(s, str) else dim(s)
+
+
 def _normalize_shape(shape) -> Tuple[int, ...]:
-    if isinstance(shape, (int, np.integer)):
+    if isinstance(shape, (int, np.integer, str)):
         shape = (shape,)
-    dims = tuple(int(s) for s in shape)
-    if any(s < 0 for s in dims):
+    dims = tuple(_dim(s) for s in shape)
+    if any(isinstance(s, int) and s < 0 for s in dims):
         raise ValueError(f'a tensor shape cannot have negative dimensions, got {dims}')
     return dims
 
@@ -27,8 +35,30 @@ def _normalize_shape(shape) -> Tuple[int, ...]:
 def _numel(shape: Sequence[int]) -> int:
     n = 1
     for s in shape:
-        n *= s
+        n = s if isinstance(n, int) and n == 1 else n * s
     return n
+
+
+def bind_symbols(symbolic: Sequence['Tensor'], concrete: Sequence['Tensor'], values: Optional[dict] = None) -> dict:
+    """{symbol name: size} read from concrete tensors of the symbolic ones' shapes; raises a ValueError
+    naming the dimension where a size disagrees with the shape or with another input."""
+    from hidet.ir.expr import SymbolVar, evaluate_dim
+
+    values = {} if values is None else values
+    for i, (sym, val) in enumerate(zip(symbolic, concrete)):
+        if len(sym.shape) != len(val.shape):
+            raise ValueError(f'input {i}: expected {len(sym.shape)} dimensions {sym.shape}, got shape {val.shape}')
+        for d, (s, v) in enumerate(zip(sym.shape, val.shape)):
+            if isinstance(s, SymbolVar) and s.name not in values:
+                values[s.name] = v
+    for i, (sym, val) in enumerate(zip(symbolic, concrete)):
+        for d, (s, v) in enumerate(zip(sym.shape, val.shape)):
+            expected = evaluate_dim(s, values)
+            if expected != v:
+                bound = '' if isinstance(s, int) else f' ({s!r} with {values})'
+                raise ValueError(f'input {i}: expected {sym.signature()}, got {val.signature()}: dimension {d} is '
+                                 f'{v}, expected {expected}{bound}')
+    return values
 
 
 class Tensor:

@@ -7,7 +7,7 @@ can be dict keys: use :func:`equal` for the IR comparison.
 """
 from __future__ import annotations
 
-from typing import Sequence, Tuple, Union
+from typing import Dict, Sequence, Tuple, Union
 
 from hidet.ir.dtypes import DataType, boolean, data_type, float32, int64
 
@@ -61,18 +61,48 @@ class Var(Expr):
 
 
 class SymbolVar(Var):
-    """A symbolic dimension (``hidet.symbol_var('batch')``): an int64 known only when a kernel runs. Symbols
-    are identified by name: every SymbolVar named 'batch' is the same dimension, bound at run time from
-    the kernel ABI's ``dims`` (in the order of their names)."""
+    """A symbolic dimension (``hidet.symbol(['batch', 3])``): an int64 known only when a kernel runs. A
+    symbol is its name: ``SymbolVar('batch')`` is one object per name (so shape rules comparing dimensions
+    by identity see two inputs' 'batch' as the same), bound at run time from the kernel ABI's ``dims``
+    (in the order of their names)."""
 
-    def __init__(self, name: str):
-        if not name.isidentifier():
+    _by_name: Dict[str, 'SymbolVar'] = {}  # interned, like the names themselves: immutable objects
+
+    def __new__(cls, name: str):
+        if not isinstance(name, str) or not name.isidentifier():
             raise ValueError(f'a symbolic dimension needs an identifier as name, got {name!r}')
-        super().__init__(name, int64)
+        found = cls._by_name.get(name)
+        if found is None:
+            found = super().__new__(cls)
+            Var.__init__(found, name, int64)
+            cls._by_name[name] = found
+        return found
+
+    def __init__(self, name: str):  # set up once, in __new__
+        pass
 
 
 def symbol_var(name: str) -> SymbolVar:
     return SymbolVar(name)
+
+
+def evaluate_dim(d, values: Dict[str, int]) -> int:
+    """The value of dimension ``d`` (an int, or an expression of symbols) given the symbols' ``values``."""
+    if isinstance(d, int):
+        return d
+    if isinstance(d, SymbolVar):
+        if d.name not in values:
+            raise ValueError(f'dimension {d.name} has no value: it is not the size of any input dimension')
+        return values[d.name]
+    if isinstance(d, Constant):
+        return int(d.value)
+    if isinstance(d, Cast):
+        return evaluate_dim(d.a, values)
+    if isinstance(d, Binary) and d.op in ('+', '-', '*', '/', '%', 'max', 'min'):
+        a, b = evaluate_dim(d.a, values), evaluate_dim(d.b, values)
+        return {'+': lambda: a + b, '-': lambda: a - b, '*': lambda: a * b, '/': lambda: int(a / b),
+                '%': lambda: a - int(a / b) * b, 'max': lambda: max(a, b), 'min': lambda: min(a, b)}[d.op]()
+    raise ValueError(f'cannot evaluate the dimension {d!r}')
 
 
 def is_static(x) -> bool:
