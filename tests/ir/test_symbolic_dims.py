@@ -156,3 +156,23 @@ def test_one_symbol_shared_by_two_inputs_must_agree():
     torch.testing.assert_close(graph(H(x), H(x)).torch(), x + x)
     with pytest.raises(ValueError, match='dimension 0 is 4, expected'):
         graph(H(x), H(torch.randn(4, 3)))
+
+
+def test_optimized_symbolic_graph_is_fused_and_runs_at_every_size():
+    from hidet.graph import ops
+
+    x, b = hidet.symbol(['batch', 'seq', 8]), hidet.symbol([4])
+    w = hidet.asarray(torch.randn(8, 4, generator=torch.Generator().manual_seed(1)).numpy())
+    h = ops.relu(ops.add(ops.matmul(x, w), b))
+    y = ops.add(ops.sum(h, 1), ops.mean(ops.softmax(h, -1), 1))
+    graph = hidet.trace_from(y, [x, b])
+    optimized = hidet.graph.optimize(graph)
+    print(f'{len(graph.nodes)} operators -> {len(optimized.nodes)} kernels')
+    assert len(optimized.nodes) < len(graph.nodes)
+    assert any(n.name == 'FusedOperator' and 'matmul' in n.task.name for n in optimized.nodes)
+    bias = torch.randn(4)
+    for batch, seq in [(1, 3), (5, 9)]:
+        xt = torch.randn(batch, seq, 8)
+        hh = torch.relu(xt @ w.torch() + bias)
+        torch.testing.assert_close(optimized(H(xt), H(bias)).torch(), hh.sum(1) + torch.softmax(hh, -1).mean(1),
+                                   rtol=1e-5, atol=1e-5)

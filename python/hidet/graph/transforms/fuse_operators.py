@@ -105,11 +105,29 @@ def _epilogue_ok(producer: _Group, consumer: _Group) -> bool:
     sink = consumer.sink
     if len(sink.outputs) != 1 or len(produced) != 1:
         return False
-    if sink.outputs[0].numel() > produced[0].numel():
+    if not _no_larger(sink.outputs[0], produced[0]):
         return False
     probe = FusedOperator.compose(consumer.members, [produced[0]] + _external_inputs(consumer.members, produced))
     out_node, in_node = probe.outputs[0], probe.inputs[0]
     return count_reads(out_node, in_node) == 1 and not reads_data_dependent(out_node)
+
+
+def _no_larger(a: Tensor, b: Tensor) -> bool:
+    """Whether ``a`` has at most as many elements as ``b``; with symbolic dimensions, at two sample sizes of
+    every symbol (sizes are products of dimensions, so this orders them for all sizes in practice)."""
+    from hidet.ir.expr import evaluate_dim, symbols_of
+
+    names = symbols_of(list(a.shape) + list(b.shape))
+    if not names:
+        return a.numel() <= b.numel()
+
+    def numel(t: Tensor, size: int) -> int:
+        n = 1
+        for d in t.shape:
+            n *= evaluate_dim(d, {name: size for name in names})
+        return n
+
+    return all(numel(a, size) <= numel(b, size) for size in (7, 1024))
 
 
 def _external_inputs(members: List[Operator], extra: List[Tensor] = ()) -> List[Tensor]:
