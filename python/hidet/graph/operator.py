@@ -1,9 +1,27 @@
 """Operator: a Task applied to tensors. On concrete inputs it runs at once (compiling its kernel on
-first use); on symbolic inputs it records itself in its outputs' ``trace``."""
+first use) — except inside ``deferred_constants()`` —; on symbolic inputs it records itself in its
+outputs' ``trace``."""
 from __future__ import annotations
 
+import contextlib
 import functools
+import threading
 from typing import Any, Dict, List, Sequence
+
+_deferral = threading.local()
+
+
+@contextlib.contextmanager
+def deferred_constants():
+    """Inside, operators on concrete tensors are traced like symbolic ones instead of running one by one:
+    graph frontends convert weights (batch-norm scales, transposes, casts) this way, and the graph's
+    ``fold_constants`` pass evaluates them all after compiling their kernels together, in parallel —
+    rather than one compile per operator while the model is being converted."""
+    _deferral.depth = getattr(_deferral, 'depth', 0) + 1
+    try:
+        yield
+    finally:
+        _deferral.depth -= 1
 
 from hidet.graph.tensor import Tensor, _empty
 from hidet.ir.task import Task
@@ -96,7 +114,7 @@ class Operator:
 
     def get_outputs(self) -> List[Tensor]:
         """All outputs: computed at once for concrete inputs, symbolic otherwise."""
-        if any(t.is_symbolic() for t in self.inputs):
+        if any(t.is_symbolic() for t in self.inputs) or getattr(_deferral, 'depth', 0):
             return list(self.outputs)
         return self.run()
 

@@ -31,6 +31,32 @@ def test_fold_constants():
     _same(g, folded, [4, 3])
 
 
+def test_deferred_constants_fold_with_their_kernels_compiled_together(monkeypatch):
+    """Inside deferred_constants() operators on constants are traced, not run; fold_constants evaluates them,
+    compiling all their kernels in one parallel build (the torch frontend converts weights this way)."""
+    import sys
+
+    from hidet.graph.operator import deferred_constants
+
+    build_task_module = sys.modules['hidet.drivers.build_task']  # (hidet.drivers.build_task is also a function)
+
+    x, w = hidet.symbol([4, 3]), hidet.randn([4, 3])
+    with deferred_constants():
+        wt = ops.transpose(ops.multiply(w, 2.0), 0, 1)
+    assert wt.is_symbolic() and wt.trace is not None
+    g = hidet.trace_from(ops.matmul(x, wt), [x])
+    assert _names(g) == ['Multiply', 'Permute', 'Matmul']
+    batches = []
+    original = build_task_module.build_tasks
+    monkeypatch.setattr(build_task_module, 'build_tasks',
+                        lambda jobs, space=0: batches.append(len(jobs)) or original(jobs, space))
+    folded = FoldConstants()(g, PassContext())
+    assert batches[0] == 2 and _names(folded) == ["Matmul"]  # both kernels first, together (then memo hits)
+    xv = hidet.randn([4, 3])
+    np.testing.assert_allclose(folded(xv).numpy(), xv.numpy() @ (w.numpy() * 2).T, rtol=1e-5, atol=1e-5)
+    assert not ops.multiply(w, 2.0).is_symbolic()  # outside the context, operators on constants run at once
+
+
 def test_simplify_transforms():
     x = hidet.symbol([2, 3, 4])
     y = ops.reshape(ops.reshape(x, [6, 4]), [2, 12])

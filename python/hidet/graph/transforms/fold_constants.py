@@ -1,5 +1,6 @@
 """Constant folding: a node whose inputs are all constants runs once, at optimization time, and
-its outputs become constants (weight transposes, casts and reshapes happen once, not per call)."""
+its outputs become constants (weight transposes, casts and reshapes happen once, not per call). The
+kernels of every node that will fold are compiled first, together (in parallel)."""
 from __future__ import annotations
 
 from hidet.graph.flow_graph import FlowGraph
@@ -15,12 +16,27 @@ class FoldConstants(GraphPass):
     name = 'fold_constants'
 
     def __call__(self, graph: FlowGraph, ctx: PassContext) -> FlowGraph:
+        from hidet.drivers.build_task import build_tasks
+
+        folded = set()  # ids of the tensors that will be constants
+        jobs = {}
+        for node in graph.nodes:
+            if all(not t.is_symbolic() or id(t) in folded for t in node.inputs) and _small_enough(node):
+                folded.update(id(t) for t in node.outputs)
+                if all(t.numel() > 0 for t in node.outputs):
+                    jobs.setdefault(node.task.key(), (node.task, node.target))
+        if not folded:
+            return graph
+        build_tasks(list(jobs.values()))
+
         def fold(node, inputs):
-            if any(t.is_symbolic() for t in inputs):
-                return None
-            out_bytes = sum(t.nbytes for t in node.outputs)
-            if out_bytes > MAX_FOLDED_BYTES and out_bytes > sum(t.nbytes for t in inputs):
+            if any(t.is_symbolic() for t in inputs) or not _small_enough(node):
                 return None
             return node.compute(inputs)
 
         return rewrite_graph(graph, fold)
+
+
+def _small_enough(node) -> bool:
+    out_bytes = sum(t.nbytes for t in node.outputs)
+    return out_bytes <= MAX_FOLDED_BYTES or out_bytes <= sum(t.nbytes for t in node.inputs)

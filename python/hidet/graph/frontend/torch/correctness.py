@@ -41,7 +41,7 @@ def correctness_report(gm: torch.fx.GraphModule, example_inputs: Sequence[Any], 
     with torch.no_grad():
         recorder = _Recorder(gm)
         recorder.run(*example_inputs)
-    interp = Interpreter(gm, registry)
+    interp = Interpreter(gm, registry, defer_constants=False)  # every node's value, now
     values, dynamic = [], []
     for is_const, a in zip(constants, example_inputs):
         if is_const:

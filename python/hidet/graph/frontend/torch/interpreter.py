@@ -11,6 +11,8 @@ every such node and raises one ``UnsupportedOperatorsError`` naming each target.
 """
 from __future__ import annotations
 
+import contextlib
+
 import operator
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
@@ -19,6 +21,7 @@ import torch.fx
 
 import hidet
 from hidet.graph.tensor import Tensor
+from hidet.graph.operator import deferred_constants
 from hidet.graph.frontend.torch.registry import GUIDE, HidetModule, Registry, default_registry, target_name
 
 try:  # dynamo re-raises these unchanged (instead of wrapping them in BackendCompilerFailed)
@@ -90,8 +93,12 @@ def leaves(value) -> List[Any]:
 
 class Interpreter:
     def __init__(self, graph_module: torch.fx.GraphModule, registry: Optional[Registry] = None,
-                 device: Optional[str] = None):
+                 device: Optional[str] = None, defer_constants: bool = True):
+        """``defer_constants``: operators a conversion applies to constants only (weight transforms) are
+        traced and folded later by the graph optimizer, their kernels compiled together; False runs them
+        at once (interpreting on concrete values, as the correctness report does)."""
         self.gm = graph_module
+        self.defer_constants = defer_constants
         self.registry = registry or default_registry
         # the graph's device: one-element CPU constants (torch.tensor(2.0) beside CUDA inputs, which
         # torch allows) move there
@@ -178,7 +185,8 @@ class Interpreter:
                 value = self._stand_in(node)
             else:
                 try:
-                    value = self._convert(node, args, kwargs)
+                    with deferred_constants() if self.defer_constants else contextlib.nullcontext():
+                        value = self._convert(node, args, kwargs)
                 except NotImplementedError as e:
                     if not check_only:
                         raise _with_context(e, node, self.gm) from e
