@@ -51,7 +51,7 @@ def test_deferred_constants_fold_with_their_kernels_compiled_together(monkeypatc
     monkeypatch.setattr(build_task_module, 'build_tasks',
                         lambda jobs, space=0: batches.append(len(jobs)) or original(jobs, space))
     folded = FoldConstants()(g, PassContext())
-    assert batches[0] == 2 and _names(folded) == ["Matmul"]  # both kernels first, together (then memo hits)
+    assert batches[0] == 2 and _names(folded) == ['Matmul']  # both kernels first, together (then memo hits)
     xv = hidet.randn([4, 3])
     np.testing.assert_allclose(folded(xv).numpy(), xv.numpy() @ (w.numpy() * 2).T, rtol=1e-5, atol=1e-5)
     assert not ops.multiply(w, 2.0).is_symbolic()  # outside the context, operators on constants run at once

@@ -26,9 +26,11 @@ from hidet.graph.transforms.simplify_transforms import SimplifyTransforms
 
 def default_passes() -> List[GraphPass]:
     """Dead code needs no pass: a graph holds only the nodes its outputs depend on."""
-    return [ConvertPrecision(), ConvertReducePrecision(), FoldConstants(), SimplifyTransforms(), FoldConvBatchNorm(),
-            MergeSiblingMatmuls(), EliminateCommonSubexpressions(),
-            FuseAttention(), FuseOperators(), AnnotateKernelOptions()]
+    # constants fold first in the model's own precision (weight transforms a frontend deferred), then again
+    # after the precision conversion has cast them
+    return [FoldConstants(), ConvertPrecision(), ConvertReducePrecision(), FoldConstants(), SimplifyTransforms(),
+            FoldConvBatchNorm(), MergeSiblingMatmuls(), EliminateCommonSubexpressions(), FuseAttention(),
+            FuseOperators(), AnnotateKernelOptions()]
 
 
 def optimize(graph: FlowGraph) -> FlowGraph:
