@@ -33,6 +33,7 @@ _CUDA_BUILTINS = {
     'hidet_global_warp_idx': 'hidet::global_warp_idx()', 'hidet_global_warps': 'hidet::global_warps()',
 }
 _MATH = {'exp', 'log', 'sqrt', 'sin', 'cos', 'tanh', 'erf', 'pow', 'floor', 'ceil', 'log2', 'log1p', 'expm1',
+         'acosh', 'asinh', 'atanh',
          'atan', 'asin', 'acos', 'sinh', 'cosh', 'exp2', 'tan', 'fmod', 'trunc'}
 
 
@@ -395,6 +396,17 @@ def _script_entry(gen: CodeGen, f: Function) -> List[str]:
         '  if (cudaError_t err = cudaGetLastError(); err != cudaSuccess)',
         f'    return hidet::fail(std::string("{f.name}: launch failed: ") + cudaGetErrorString(err));',
         '  return 0;', '}', '']
+
+
+def forwarding_launch(label: str, kernel: str, num_buffers: int) -> List[str]:
+    """A ``launch`` entry (kernel ABI) for a template's library: checks the buffer count, then calls the
+    Hidet Script kernel's own entry point with the same buffers and no scalars."""
+    return ['HIDET_KERNEL_EXPORT int32_t launch(void* const* buffers, int32_t num_buffers, const int64_t* dims, '
+            'int32_t num_dims, void* stream) {',
+            f'  if (num_buffers != {num_buffers})',
+            f'    return hidet::fail("{label}: expected {num_buffers} buffers, got " + std::to_string(num_buffers));',
+            f'  return {kernel}(buffers, {num_buffers}, dims, 0, stream);',
+            '}', '']
 
 
 def _generate_script(module: IRModule) -> str:

@@ -16,6 +16,7 @@ from typing import List, Optional
 
 from hidet.ir.dtypes import float32
 from hidet.ir.expr import BufferLoad, Var, cast, convert
+from hidet.ir.schedulers.lowering import prod as _prod
 from hidet.ir.task import Task
 from hidet.ir.type import TensorType
 
@@ -34,13 +35,6 @@ class AttentionConfig:
 
     def as_dict(self) -> dict:
         return asdict(self)
-
-
-def _prod(xs) -> int:
-    n = 1
-    for x in xs:
-        n *= x
-    return n
 
 
 class AttentionShape:
@@ -64,8 +58,9 @@ class AttentionShape:
                                                               'pointer'))
 
     def text(self) -> str:
+        mask = '' if self.mask_kind == 'none' else f', {self.mask_kind} mask'
         return (f'[{self.batch}, {self.sq}, {self.d}] x [{self.batch}, {self.sk}, {self.dv}] {self.in_dtype.name}'
-                + ('' if self.mask_kind == 'none' else f', {self.mask_kind} mask') + (', causal' if self.causal else ''))
+                + mask + (', causal' if self.causal else ''))
 
     def masked(self, score, b, i, j):
         """``score`` of query i and key j of flat batch b after the mask (or the causal rule)."""
@@ -243,19 +238,12 @@ class AttentionTemplate:
         return [AttentionConfig(8)] if level == 0 else [AttentionConfig(r) for r in (8, 4, 16)]
 
     def source(self, config: AttentionConfig, fallback: bool = True) -> str:
-        from hidet.backend.codegen import generate
+        from hidet.backend.codegen import forwarding_launch, generate
 
         build = _cpu_module if self.target == 'cpu' else _cuda_module
         script = generate(build(self.shape, config).ir_module())
-        total = len(self.shape.ins) + 1
-        return '\n'.join([
-            script, '',
-            'HIDET_KERNEL_EXPORT int32_t launch(void* const* buffers, int32_t num_buffers, const int64_t* dims, '
-            'int32_t num_dims, void* stream) {',
-            f'  if (num_buffers != {total})',
-            f'    return hidet::fail("attention: expected {total} buffers, got " + std::to_string(num_buffers));',
-            f'  return {_kernel_name(self.shape, config, self.target)}(buffers, {total}, dims, 0, stream);',
-            '}', ''])
+        kernel = _kernel_name(self.shape, config, self.target)
+        return '\n'.join([script, ''] + forwarding_launch('attention', kernel, len(self.shape.ins) + 1))
 
     @staticmethod
     def config_to_json(config: AttentionConfig) -> dict:

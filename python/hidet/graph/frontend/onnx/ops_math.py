@@ -34,13 +34,45 @@ def hidet_unary(ctx, x):
     return _HIDET_UNARY[ctx.node.op_type](ctx.tensor(x))
 
 
-_MATH_CALLS = {'Tan': 'tan', 'Atan': 'atan', 'Asin': 'asin', 'Acos': 'acos', 'Sinh': 'sinh', 'Cosh': 'cosh'}
+_MATH_CALLS = {'Tan': 'tan', 'Atan': 'atan', 'Asin': 'asin', 'Acos': 'acos', 'Sinh': 'sinh', 'Cosh': 'cosh',
+               'Acosh': 'acosh', 'Asinh': 'asinh', 'Atanh': 'atanh'}
 
 
 @register(list(_MATH_CALLS))
 def math_call(ctx, x):
     fn = _MATH_CALLS[ctx.node.op_type]
     return _ew(ctx, x, lambda a: call(fn, a), fn)
+
+
+@register('Shrink', attrs={'bias': 0.0, 'lambd': 0.5})
+def shrink(ctx, x):
+    bias, lambd = ctx.attrs['bias'], ctx.attrs['lambd']
+
+    def fn(a):
+        f = cast(a, float32)
+        y = select(f < -lambd, f + bias, select(f > lambd, f - bias, convert(0.0, float32)))
+        return cast(y, a.dtype)
+
+    return unary(ctx.tensor(x), fn, 'shrink')
+
+
+_BITWISE = {'BitwiseAnd': ('&', 'and'), 'BitwiseOr': ('|', 'or'), 'BitwiseXor': ('^', 'xor')}
+
+
+@register(list(_BITWISE), since=18)
+def bitwise(ctx, x, y):
+    op, name = _BITWISE[ctx.node.op_type]
+    return BinaryElementwiseOp(ctx.tensor(x), ctx.tensor(y), lambda a, b: binary(op, a, b),
+                               f'bitwise_{name}').get_output(0)
+
+
+@register('BitwiseNot', since=18)
+def bitwise_not(ctx, x):
+    def fn(a):  # all bits set: -1 for signed integers, the maximum for unsigned ones
+        ones = -1 if a.dtype.name.startswith('int') else (1 << (8 * a.dtype.nbytes)) - 1
+        return binary('^', a, convert(ones, a.dtype))
+
+    return unary(ctx.tensor(x), fn, 'bitwise_not')
 
 
 @register('Reciprocal')

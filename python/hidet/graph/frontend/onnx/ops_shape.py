@@ -66,6 +66,15 @@ def constant_of_shape(ctx, shape):
     return np.full(dims, value.reshape(-1)[0], dtype=value.dtype)
 
 
+@register('EyeLike', attrs={'dtype': None, 'k': 0})
+def eye_like(ctx, x):
+    shape = value_shape(x)
+    if shape is None or len(shape) != 2:
+        raise OnnxConversionError(f'EyeLike needs a 2-D input of known shape, got {shape}')
+    dtype = value_dtype(x) if ctx.attrs['dtype'] is None else hidet_dtype(ctx.attrs['dtype'])
+    return ctx.constant(np.eye(shape[0], shape[1], k=ctx.attrs['k']), dtype)
+
+
 @register('Range')
 def range_(ctx, start, limit, delta):
     s, l, d = (ctx.scalar(v, n) for v, n in ((start, 'start'), (limit, 'limit'), (delta, 'delta')))

@@ -154,18 +154,11 @@ def build_script_module(spec: GemmSpec, cfg: CpuConfig):
 
 def template_source(spec: GemmSpec, cfg: CpuConfig) -> str:
     """C++ source of the kernel library: the kernel and the ``launch`` entry of the kernel ABI."""
-    from hidet.backend.codegen import generate
+    from hidet.backend.codegen import forwarding_launch, generate
 
     script = generate(build_script_module(spec, cfg).ir_module())
-    total = len(spec.task.inputs) + 1
-    return '\n'.join([
-        script, '',
-        'HIDET_KERNEL_EXPORT int32_t launch(void* const* buffers, int32_t num_buffers, const int64_t* dims, '
-        'int32_t num_dims, void* stream) {',
-        f'  if (num_buffers != {total})',
-        f'    return hidet::fail("{spec.task.name}: expected {total} buffers, got " + std::to_string(num_buffers));',
-        f'  return {kernel_name(spec, cfg)}(buffers, {total}, dims, 0, stream);',
-        '}', ''])
+    entry = forwarding_launch(spec.task.name, kernel_name(spec, cfg), len(spec.task.inputs) + 1)
+    return '\n'.join([script, ''] + entry)
 
 
 class CpuMatmulTemplate(GemmTemplate):
