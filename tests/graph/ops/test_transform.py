@@ -400,3 +400,35 @@ ERRORS = [
 def test_shape_errors(fn, error, pattern):
     with pytest.raises(error, match=pattern):
         fn()
+
+
+def _gather_nd_reference(x, index, batch_dims):
+    """ONNX GatherND, spelled out with numpy (negative indices count from the end)."""
+    m = index.shape[-1]
+    out_shape = index.shape[:-1] + x.shape[batch_dims + m:]
+    out = np.empty(out_shape, x.dtype)
+    for pos in np.ndindex(*index.shape[:-1]):
+        coords = tuple(int(c) for c in index[pos])
+        out[pos] = x[pos[:batch_dims] + coords]
+    return out
+
+
+@pytest.mark.parametrize('batch_dims,xshape,ishape', [(0, (4, 5, 3), (2, 2)), (0, (4, 5), (3, 1)),
+                                                       (1, (2, 4, 5), (2, 3, 1)), (1, (2, 4, 5, 3), (2, 2, 2))])
+def test_gather_nd(batch_dims, xshape, ishape, device):
+    x = rand(list(xshape), 'float32', device)
+    g = torch.Generator().manual_seed(0)
+    m = ishape[-1]
+    extents = torch.tensor(xshape[batch_dims:batch_dims + m])
+    index = (torch.rand(*ishape, generator=g) * 2 * extents - extents).floor().long()  # negative ones too
+    expected = _gather_nd_reference(x.cpu().numpy(), index.numpy(), batch_dims)
+    got = ops.gather_nd(hidet.from_torch(x), hidet.from_torch(index.to(device)), batch_dims)
+    np.testing.assert_array_equal(got.torch().cpu().numpy(), expected)
+
+
+def test_gather_nd_errors():
+    x = hidet.randn([3, 4])
+    with pytest.raises(IndexError, match='index 3 is out of range for dimension 0 with size 3'):
+        ops.gather_nd(x, hidet.asarray(np.array([[3, 0]])))
+    with pytest.raises(ValueError, match='batch dimensions must match'):
+        ops.gather_nd(x, hidet.asarray(np.zeros([2, 1], np.int64)), batch_dims=1)

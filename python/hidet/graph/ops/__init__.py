@@ -14,7 +14,7 @@ from .conv import conv1d, conv2d, conv_transpose2d
 from .pool import adaptive_avg_pool2d, adaptive_max_pool2d, avg_pool2d, max_pool2d
 from .resize import resize2d
 from .transform import (
-    broadcast, cat, concat, embedding, flatten, flip, gather, index_select, pad, permute, repeat, reshape, split,
-    squeeze, stack, strided_slice, take, tile, transpose, tril, triu, unsqueeze,
+    broadcast, cat, concat, embedding, flatten, flip, gather, gather_nd, index_select, pad, permute, repeat, reshape,
+    split, squeeze, stack, strided_slice, take, tile, transpose, tril, triu, unsqueeze,
 )
 from .interpolate import resize

@@ -573,6 +573,50 @@ def take(x: Tensor, index: Tensor, axis: int = 0) -> Tensor:
     return TakeOp(x, ax, index).get_output(0)
 
 
+class GatherNdOp(Operator):
+    """ONNX GatherND / tf.gather_nd: the last dimension of ``index`` holds coordinates into the dimensions
+    of ``x`` after its first ``batch_dims`` ones (which ``index`` shares); each selects a slice."""
+
+    def __init__(self, x: Tensor, index: Tensor, batch_dims: int):
+        a, ind = input_node('x', x), input_node('index', index)
+        m = ind.shape[-1]
+        shape = ind.shape[:-1] + a.shape[batch_dims + m:]
+        q = ind.ndim - 1
+
+        def element(*idx):
+            coords = [_wrap_index(ind[tuple(idx[:q]) + (j,)], a.shape[batch_dims + j]) for j in range(m)]
+            return a[tuple(idx[:batch_dims]) + tuple(coords) + tuple(idx[q:])]
+
+        super().__init__([x, index], {'batch_dims': batch_dims},
+                         Task('gather_nd', [a, ind], [compute('y', shape, element)]))
+
+
+def gather_nd(x: Tensor, index: Tensor, batch_dims: int = 0) -> Tensor:
+    """ONNX GatherND: ``y[i..., rest...] = x[b..., index[i..., 0], ..., index[i..., m-1], rest...]`` where
+    ``b...`` are the first ``batch_dims`` of ``i...``. Indices outside a dimension raise IndexError when
+    ``index`` is in host memory; otherwise they are clamped into range (never read outside ``x``)."""
+    _check_index_dtype('gather_nd', index)
+    if index.ndim < 1 or not 0 <= batch_dims < min(x.ndim, index.ndim):
+        raise ValueError(f'gather_nd: batch_dims {batch_dims} must be below the ranks of x {x.shape} and index '
+                         f'{index.shape}')
+    m = index.shape[-1]
+    if x.shape[:batch_dims] != index.shape[:batch_dims] or m > x.ndim - batch_dims:
+        raise ValueError(f'gather_nd: index {index.shape} does not fit x {x.shape} with batch_dims {batch_dims}: '
+                         f'the batch dimensions must match and the last dimension of index ({m}) address at most '
+                         f'{x.ndim - batch_dims} dimensions')
+    if not index.is_symbolic() and index.device.is_cpu() and index.numel() > 0:
+        import numpy as np
+
+        values = np.asarray(index.numpy()).reshape(-1, m)
+        for j in range(m):
+            extent = x.shape[batch_dims + j]
+            bad = values[:, j][(values[:, j] < -extent) | (values[:, j] >= extent)]
+            if bad.size:
+                raise IndexError(f'gather_nd: index {int(bad[0])} is out of range for dimension {batch_dims + j} '
+                                 f'with size {extent}')
+    return GatherNdOp(x, index, batch_dims).get_output(0)
+
+
 def index_select(x: Tensor, axis: int, index: Tensor) -> Tensor:
     """The entries ``index`` (a vector, or a scalar) of ``x`` along ``axis``, as torch.index_select.
     Indices outside ``[-n, n)`` raise IndexError when ``index`` is in host memory; on the GPU they are

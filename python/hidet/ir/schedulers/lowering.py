@@ -152,7 +152,8 @@ class Lowering:
                                           dtype=r.acc_dtype)))
         result: Expr = acc
         if r.kind == 'mean':
-            result = binary('/', result, Constant(extent, r.acc_dtype) if is_static(extent) else cast(extent, r.acc_dtype))
+            count = Constant(extent, r.acc_dtype) if is_static(extent) else cast(extent, r.acc_dtype)
+            result = binary('/', result, count)
         result = cast(result, r.dtype)
         self.scopes[-1][key] = result
         return result

@@ -1,4 +1,4 @@
-"""Indexing ONNX operators: Gather, GatherElements, OneHot."""
+"""Indexing ONNX operators: Gather, GatherElements, GatherND, OneHot."""
 from __future__ import annotations
 
 import numpy as np
@@ -17,6 +17,11 @@ def gather(ctx, x, indices):
 @register('GatherElements', attrs={'axis': 0})
 def gather_elements(ctx, x, indices):
     return ops.gather(ctx.tensor(x), ctx.attrs['axis'], ctx.tensor(indices))
+
+
+@register('GatherND', attrs={'batch_dims': 0})
+def gather_nd(ctx, x, indices):
+    return ops.gather_nd(ctx.tensor(x), ctx.tensor(indices), ctx.attrs['batch_dims'])
 
 
 @register('OneHot', attrs={'axis': -1})
