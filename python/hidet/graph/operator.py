@@ -8,6 +8,9 @@ import functools
 import threading
 from typing import Any, Dict, List, Sequence
 
+from hidet.graph.tensor import Tensor, _empty
+from hidet.ir.task import Task
+
 _deferral = threading.local()
 
 
@@ -22,9 +25,6 @@ def deferred_constants():
         yield
     finally:
         _deferral.depth -= 1
-
-from hidet.graph.tensor import Tensor, _empty
-from hidet.ir.task import Task
 
 
 class Operator:
