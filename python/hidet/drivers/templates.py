@@ -14,9 +14,43 @@ A template object (what a finder returns for one task) provides:
 """
 from __future__ import annotations
 
-from typing import Callable, List, Optional
+from typing import Any, Callable, List, Optional
 
 from hidet.ir.task import Task
+
+
+class Template:
+    """What templates share: a subclass sets ``name``, ``config_class`` (a dataclass with ``as_dict()``) and
+    ``title``, and defines ``space``, ``source`` and ``check``; the default config and the JSON round trip
+    of configs come from here."""
+
+    name = 'template'
+    config_class: type = object
+
+    def space(self, level: int) -> List[Any]:
+        raise NotImplementedError
+
+    def source(self, config, fallback: bool = True) -> str:
+        raise NotImplementedError
+
+    def check(self, config) -> str:
+        """Why ``config`` cannot run the task ('' when it can)."""
+        raise NotImplementedError
+
+    def default(self):
+        return self.space(0)[0]
+
+    @staticmethod
+    def config_to_json(config) -> dict:
+        return config.as_dict()
+
+    def config_from_json(self, obj: dict) -> Optional[Any]:
+        """The stored config, or None when it is no longer one this template takes for the task."""
+        try:
+            cfg = self.config_class(**obj)
+        except TypeError:
+            return None
+        return None if self.check(cfg) else cfg
 
 _FINDERS: List[Callable[[Task, str], Optional[object]]] = []
 

@@ -15,6 +15,7 @@ from dataclasses import asdict, dataclass
 from typing import List, Optional
 
 from hidet.ir.dtypes import float32
+from hidet.drivers.templates import Template
 from hidet.ir.expr import BufferLoad, Var, cast, convert
 from hidet.ir.schedulers.lowering import prod as _prod
 from hidet.ir.task import Task
@@ -219,10 +220,11 @@ def _cuda_module(shape: AttentionShape, cfg: AttentionConfig):
     return module
 
 
-class AttentionTemplate:
-    """The attention template of one task on one target (the interface of hidet.drivers.templates)."""
+class AttentionTemplate(Template):
+    """The attention template of one task on one target."""
 
     name = 'attention-v1'
+    config_class = AttentionConfig
 
     def __init__(self, task: Task, target: str):
         self.shape = AttentionShape(task)
@@ -245,16 +247,8 @@ class AttentionTemplate:
         kernel = _kernel_name(self.shape, config, self.target)
         return '\n'.join([script, ''] + forwarding_launch('attention', kernel, len(self.shape.ins) + 1))
 
-    @staticmethod
-    def config_to_json(config: AttentionConfig) -> dict:
-        return config.as_dict()
-
-    def config_from_json(self, obj: dict) -> Optional[AttentionConfig]:
-        try:
-            cfg = AttentionConfig(**obj)
-        except TypeError:
-            return None
-        return cfg if cfg in self.space(2) else None
+    def check(self, config: AttentionConfig) -> str:
+        return '' if config in self.space(2) else f'{config.name()} is not a config of {self.name} on {self.target}'
 
 
 def find_attention_template(task: Task, target: str) -> Optional[AttentionTemplate]:
