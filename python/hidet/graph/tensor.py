@@ -39,12 +39,12 @@ def _numel(shape: Sequence[int]) -> int:
     return n
 
 
-def bind_symbols(symbolic: Sequence['Tensor'], concrete: Sequence['Tensor'], values: Optional[dict] = None) -> dict:
+def bind_symbols(symbolic: Sequence['Tensor'], concrete: Sequence['Tensor']) -> dict:
     """{symbol name: size} read from concrete tensors of the symbolic ones' shapes; raises a ValueError
     naming the dimension where a size disagrees with the shape or with another input."""
     from hidet.ir.expr import SymbolVar, evaluate_dim
 
-    values = {} if values is None else values
+    values = {}
     for i, (sym, val) in enumerate(zip(symbolic, concrete)):
         if len(sym.shape) != len(val.shape):
             raise ValueError(f'input {i}: expected {len(sym.shape)} dimensions {sym.shape}, got shape {val.shape}')

@@ -100,8 +100,9 @@ def evaluate_dim(d, values: Dict[str, int]) -> int:
         return evaluate_dim(d.a, values)
     if isinstance(d, Binary) and d.op in ('+', '-', '*', '/', '%', 'max', 'min'):
         a, b = evaluate_dim(d.a, values), evaluate_dim(d.b, values)
-        return {'+': lambda: a + b, '-': lambda: a - b, '*': lambda: a * b, '/': lambda: int(a / b),
-                '%': lambda: a - int(a / b) * b, 'max': lambda: max(a, b), 'min': lambda: min(a, b)}[d.op]()
+        quotient = lambda: (abs(a) // abs(b)) * (1 if (a < 0) == (b < 0) else -1)  # noqa: E731 (C: toward zero)
+        return {'+': lambda: a + b, '-': lambda: a - b, '*': lambda: a * b, '/': quotient,
+                '%': lambda: a - quotient() * b, 'max': lambda: max(a, b), 'min': lambda: min(a, b)}[d.op]()
     raise ValueError(f'cannot evaluate the dimension {d!r}')
 
 

@@ -17,6 +17,7 @@ class Task:
         self.inputs: List[TensorNode] = list(inputs)
         self.outputs: List[TensorNode] = list(outputs)
         self.attrs = dict(attrs or {})
+        self._symbols = None
         missing = [t.name for out in self.outputs for t in collect(out, TensorNode)
                    if t.is_input() and all(t is not i for i in self.inputs)]
         if missing:
@@ -24,7 +25,12 @@ class Task:
 
     def symbols(self) -> List[str]:
         """Names of the symbolic dimensions of the task's tensors and reductions, sorted: the order of the
-        kernel ABI's ``dims``."""
+        kernel ABI's ``dims``. (Computed once: every imperative run of an operator asks.)"""
+        if self._symbols is None:
+            self._symbols = self._find_symbols()
+        return self._symbols
+
+    def _find_symbols(self) -> List[str]:
         from hidet.ir.compute import ReduceCompute
         from hidet.ir.expr import symbols_of
 

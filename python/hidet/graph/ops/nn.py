@@ -151,8 +151,7 @@ def scaled_dot_product_attention(q: Tensor, k: Tensor, v: Tensor, attn_mask: Opt
     if is_causal and attn_mask is not None:
         raise ValueError('scaled_dot_product_attention: give attn_mask or is_causal, not both')
     scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale
-    if q.shape[:-2] == k.shape[:-2] == v.shape[:-2] and q.ndim == k.ndim == v.ndim and \
-            (attn_mask is None or attn_mask.ndim <= q.ndim):
+    if q.shape[:-2] == k.shape[:-2] == v.shape[:-2] and (attn_mask is None or attn_mask.ndim <= q.ndim):
         return attention(q, k, v, attn_mask, scale, is_causal)
     qf, kf, vf = _upcast(q), _upcast(k), _upcast(v)
     scores = ew.multiply(matmul(qf, transpose(kf, -1, -2)), scale)

@@ -19,22 +19,18 @@ class FoldConstants(GraphPass):
         from hidet.drivers.build_task import build_tasks
 
         folded = set()  # ids of the tensors that will be constants
+        foldable = set()  # ids of the nodes that run now
         jobs = {}
         for node in graph.nodes:
             if all(not t.is_symbolic() or id(t) in folded for t in node.inputs) and _small_enough(node):
+                foldable.add(id(node))
                 folded.update(id(t) for t in node.outputs)
                 if all(t.numel() > 0 for t in node.outputs):
                     jobs.setdefault(node.task.key(), (node.task, node.target))
-        if not folded:
+        if not foldable:
             return graph
         build_tasks(list(jobs.values()))
-
-        def fold(node, inputs):
-            if any(t.is_symbolic() for t in inputs) or not _small_enough(node):
-                return None
-            return node.compute(inputs)
-
-        return rewrite_graph(graph, fold)
+        return rewrite_graph(graph, lambda node, inputs: node.compute(inputs) if id(node) in foldable else None)
 
 
 def _small_enough(node) -> bool:

@@ -53,6 +53,7 @@ class _Match:
         self.chain: List[Operator] = []  # every node between the two matmuls, the first matmul included
         self.scale = 1.0
         self.mask: Optional[Tensor] = None
+        self.mask_add: Optional[Operator] = None  # the node adding the mask
         self.scores_mm: Optional[MatmulOp] = None
 
 
@@ -96,6 +97,7 @@ def _match(mm: MatmulOp) -> Optional[_Match]:
         side = a if _producer(a) is not None and (isinstance(_producer(a), MatmulOp) or
                                                    _is(_producer(a), 'multiply') or _is(_producer(a), 'divide')) else b
         m.mask = b if side is a else a
+        m.mask_add = node
         m.chain.append(node)
         node = _producer(side)
     if _is(node, 'multiply') or _is(node, 'divide'):  # · scale
@@ -166,7 +168,7 @@ class FuseAttention(GraphPass):
             return graph
 
         firsts = {id(m.scores_mm): m for m in matches.values()}
-        adds = {id(n): m for m in matches.values() if m.mask is not None for n in m.chain[-3:] if _is(n, 'add')}
+        adds = {id(m.mask_add) for m in matches.values() if m.mask_add is not None}
         mapped: Dict[int, List[Tensor]] = {}  # the rewritten inputs of each match's scores matmul and mask add
 
         def rewrite(node, inputs):
@@ -179,7 +181,7 @@ class FuseAttention(GraphPass):
             q, kt = mapped[id(m.scores_mm)]
             mask = None
             if m.mask is not None:
-                add = next(n for n in m.chain if id(n) in adds)
+                add = m.mask_add
                 mask = mapped[id(add)][[id(t) for t in add.inputs].index(id(m.mask))]
             out = attention(q, _keys(kt), inputs[1], mask, m.scale)
             return [ops.cast(out, node.outputs[0].dtype)]

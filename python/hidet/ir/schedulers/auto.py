@@ -62,27 +62,14 @@ def _cpu_kernel(name: str, params: List[Var], out_param: Var, value: Expr, axes,
         element = lowering.value(value, body, 'thread')
         return Function(name, params, Seq(body + [Store(out_param, 0, element)]), 'cpu')
     width, outer = shape[-1], prod(shape[:-1])
-    if not (is_static(width) and is_static(outer)):  # symbolic: one parallel iteration per outer index
-        width, outer = convert(width), convert(outer)
-        t, j = Var('t', int64), Var('j', int64)
-        mapping = {axes[-1]: j}
-        pre: List[Stmt] = []
-        for d, idx in enumerate(unflatten(t, shape[:-1])):
-            if not isinstance(idx, Var) and collect(idx, Var):
-                v = Var(f'i{d}', int64)
-                pre.append(Declare(v, idx))
-                idx = v
-            mapping[axes[d]] = idx
-        body: List[Stmt] = []
-        element = lowering.value(substitute(value, mapping), body, 'thread')
-        inner = For(j, 0, width, 1, Seq(body + [Store(out_param, t * width + j, element)]),
-                    kind='simd' if injective else 'serial')
-        return Function(name, params, For(t, 0, outer, 1, Seq(pre + [inner]), kind='parallel'), 'cpu')
-    # enough parallel iterations for the threads: split the innermost dimension when outer ones are few
-    least = 16 if injective else 1  # elements per iteration (reductions: each element is a loop already)
-    chunks = max(1, min(-(-width // least), max(-(-width // CPU_CHUNK), -(-CPU_MIN_ITERATIONS // max(outer, 1)))))
-    chunk = -(-max(width, 1) // chunks)
-    chunks = -(-width // chunk)
+    if is_static(width) and is_static(outer):
+        # enough parallel iterations for the threads: split the innermost dimension when outer ones are few
+        least = 16 if injective else 1  # elements per iteration (reductions: each element is a loop already)
+        chunks = max(1, min(-(-width // least), max(-(-width // CPU_CHUNK), -(-CPU_MIN_ITERATIONS // max(outer, 1)))))
+        chunk = -(-max(width, 1) // chunks)
+        chunks = -(-width // chunk)
+    else:  # symbolic extents: one parallel iteration per outer index
+        chunks = 1
     t, j = Var('t', int64), Var('j', int64)
     pre: List[Stmt] = []
     if chunks <= 1:  # (0: an empty innermost dimension, no iterations)
@@ -102,7 +89,8 @@ def _cpu_kernel(name: str, params: List[Var], out_param: Var, value: Expr, axes,
     element = lowering.value(substitute(value, mapping), body, 'thread')
     inner = For(j, start, stop, 1, Seq(body + [Store(out_param, o * width + j, element)]),
                 kind='simd' if injective else 'serial')
-    return Function(name, params, For(t, 0, outer * chunks, 1, Seq(pre + [inner]), kind='parallel'), 'cpu')
+    iterations = outer if chunks == 1 else outer * chunks
+    return Function(name, params, For(t, 0, iterations, 1, Seq(pre + [inner]), kind='parallel'), 'cpu')
 
 
 # ---------------------------------------------------------------- CUDA
