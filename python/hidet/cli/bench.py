@@ -42,6 +42,9 @@ def add_parser(sub) -> None:
     p.add_argument('--padding', type=int, default=0)
     p.add_argument('--dilation', type=int, default=1)
     p.add_argument('--groups', type=int, default=1)
+    p.add_argument('--channels-last', action='store_true',
+                   help='channels-last tensors: torch in its channels_last memory format, hidet its '
+                        'conv2d_channels_last on the same memory (no layout conversion timed on either side)')
     common(p)
     p = kinds.add_parser('model', help='a torchvision or transformers model with random weights')
     p.add_argument('name', help='resnet18, resnet50, mobilenet_v2, efficientnet_b0, vit_b_16, convnext_tiny, bert, gpt2, '
@@ -105,6 +108,26 @@ def _op_case(args) -> Tuple[Callable, List, Callable[[list], Callable], float, s
 
         def hidet_graph(syms):
             return hidet.ops.conv2d(*syms, **conv)
+
+        if args.channels_last:
+            if args.groups != 1:
+                raise SystemExit('hidet bench conv2d --channels-last: groups must be 1')
+            title += ' channels-last'
+            inputs = [t.to(memory_format=torch.channels_last) for t in inputs]
+            torch_inputs = inputs
+            # hidet reads the same memory as [n, h, w, c] and [k, r, s, c] tensors
+            hidet_inputs = [t.permute(0, 2, 3, 1) for t in inputs]
+            cl = {k: v for k, v in conv.items() if k != 'groups'}
+
+            def hidet_graph(syms):
+                return hidet.ops.conv2d_channels_last(*syms, **cl)
+
+            def build_hidet(space: int):
+                syms = [hidet.symbol(list(t.shape), _DTYPES[args.dtype], args.device) for t in hidet_inputs]
+                compiled = hidet.graph.optimize(hidet.trace_from(hidet_graph(syms), syms)).build(space=space)
+                return lambda: compiled.run(hidet_inputs)
+
+            return fn, torch_inputs, build_hidet, flops, title
 
     def build_hidet(space: int):
         syms = [hidet.symbol(list(t.shape), _DTYPES[args.dtype], args.device) for t in inputs]

@@ -1,6 +1,7 @@
-"""Convolutions (1-D and 2-D, stride/padding/dilation/groups, depthwise included) and 2-D
-transposed convolution, as reductions. On the CPU the matmul template runs ungrouped convolutions as
-implicit GEMMs (matmul_templates/cpu.py); elsewhere the auto-scheduler does."""
+"""Convolutions (1-D and 2-D, stride/padding/dilation/groups, depthwise included), 2-D convolution in
+channels-last layout, and 2-D transposed convolution, as reductions. The matmul templates run ungrouped
+convolutions as implicit GEMMs (the CPU template; on CUDA the tensor-core template for float16/bfloat16);
+the auto-scheduler runs the rest."""
 from __future__ import annotations
 
 from typing import List, Optional, Sequence, Union
@@ -27,6 +28,22 @@ def _in_range(index, extent: int):
     return logical_and(binary('>=', index, 0), binary('<', index, extent))
 
 
+def _window_valid(pos, spatial, padding):
+    """Whether the window positions ``pos`` lie inside the input; an unpadded dimension always does (the
+    output size keeps its windows inside), so it is left out — a 1x1 convolution reads its input plainly."""
+    conds = [_in_range(pos[i], spatial[i]) for i in range(len(pos)) if padding[i] > 0]
+    return logical_and(*conds) if conds else None
+
+
+def _output_spatial(op: str, x_shape, kernel, spatial, stride, padding, dilation) -> List[int]:
+    nd = len(spatial)
+    out = [(spatial[i] + 2 * padding[i] - dilation[i] * (kernel[i] - 1) - 1) // stride[i] + 1 for i in range(nd)]
+    if any(s <= 0 for s in out):
+        raise ValueError(f'{op}: input {x_shape} is too small for kernel {tuple(kernel)} with padding {padding}, '
+                         f'dilation {dilation}: the output would be {tuple(out)}')
+    return out
+
+
 class ConvOp(Operator):
     def __init__(self, x: Tensor, w: Tensor, stride, padding, dilation, groups: int):
         nd = x.ndim - 2
@@ -38,26 +55,68 @@ class ConvOp(Operator):
             raise ValueError(f'{op}: input {x.shape} and weight {w.shape} do not fit groups={groups}: the input '
                              f'channels ({c}) must equal weight.shape[1] × groups ({cg} × {groups}), and the output '
                              f'channels ({o}) must be divisible by groups')
-        out_spatial = [(spatial[i] + 2 * padding[i] - dilation[i] * (kernel[i] - 1) - 1) // stride[i] + 1
-                       for i in range(nd)]
-        if any(s <= 0 for s in out_spatial):
-            raise ValueError(f'{op}: input {x.shape} is too small for kernel {tuple(kernel)} with padding {padding}, '
-                             f'dilation {dilation}: the output would be {tuple(out_spatial)}')
+        out_spatial = _output_spatial(op, x.shape, kernel, spatial, stride, padding, dilation)
         og = o // groups
 
         def element(nn, oo, *opos):
             def term(cc, *k):
                 pos = [opos[i] * stride[i] - padding[i] + k[i] * dilation[i] for i in range(nd)]
-                valid = logical_and(*[_in_range(pos[i], spatial[i]) for i in range(nd)])
+                valid = _window_valid(pos, spatial, padding)
                 channel = cc if groups == 1 else (oo / og) * cg + cc  # groups == 1: no dependence on oo
                 xv = a[(nn, channel, *pos)]
-                return select(valid, xv, convert(0, a.dtype)) * b[(oo, cc, *k)]
+                xv = xv if valid is None else select(valid, xv, convert(0, a.dtype))
+                return xv * b[(oo, cc, *k)]
 
             return reduce([cg] + list(kernel), term, 'sum')
 
         out = compute('y', [n, o] + out_spatial, element)
         attrs = {'stride': stride, 'padding': padding, 'dilation': dilation, 'groups': groups}
         super().__init__([x, w], attrs, Task(op, [a, b], [out]))
+
+
+class ConvChannelsLastOp(Operator):
+    """2-D convolution in channels-last layout (groups 1): x [n, h, w, c] and w [o, kh, kw, c] give
+    y [n, oh, ow, o]. The reduction runs over (kh, kw, c), channels innermost, so the implicit GEMM's k
+    walks contiguous memory of x: the tensor-core template copies 8 channels at a time (matmul_templates/spec.py,
+    gathered operands). The channels_last graph pass puts convolutional networks in this layout."""
+
+    def __init__(self, x: Tensor, w: Tensor, stride, padding, dilation):
+        op = 'conv2d_channels_last'
+        a, b = input_node('x', x), input_node('w', w)
+        if a.ndim != 4 or b.ndim != 4:
+            raise ValueError(f'{op}: expected a 4-D input [n, h, w, c] and weight [o, kh, kw, c], got {x.shape} and '
+                             f'{w.shape}')
+        n, h, wd, c = a.shape
+        o, kh, kw, cw = b.shape
+        if cw != c:
+            raise ValueError(f'{op}: the weight {w.shape} has {cw} input channels (its last dimension), the input '
+                             f'{x.shape} has {c}')
+        spatial, kernel = [h, wd], [kh, kw]
+        out_spatial = _output_spatial(op, x.shape, kernel, spatial, stride, padding, dilation)
+
+        def element(nn, oh, ow, oo):
+            def term(k0, k1, cc):
+                pos = [oh * stride[0] - padding[0] + k0 * dilation[0], ow * stride[1] - padding[1] + k1 * dilation[1]]
+                valid = _window_valid(pos, spatial, padding)
+                xv = a[nn, pos[0], pos[1], cc]
+                xv = xv if valid is None else select(valid, xv, convert(0, a.dtype))
+                return xv * b[oo, k0, k1, cc]
+
+            return reduce([kh, kw, c], term, 'sum')
+
+        out = compute('y', [n] + out_spatial + [o], element)
+        attrs = {'stride': stride, 'padding': padding, 'dilation': dilation}
+        super().__init__([x, w], attrs, Task(op, [a, b], [out]))
+
+
+def conv2d_channels_last(x: Tensor, weight: Tensor, bias: Optional[Tensor] = None, stride: IntOrSeq = 1,
+                         padding: IntOrSeq = 0, dilation: IntOrSeq = 1) -> Tensor:
+    """conv2d on channels-last tensors: x [n, h, w, c], weight [o, kh, kw, c] (torch's weight permuted by
+    (0, 2, 3, 1)), bias [o]; the result is [n, oh, ow, o]."""
+    op = 'conv2d_channels_last'
+    y = ConvChannelsLastOp(x, weight, _tuple(op, 'stride', stride, 2), _tuple(op, 'padding', padding, 2),
+                           _tuple(op, 'dilation', dilation, 2)).get_output(0)
+    return y if bias is None else ew.add(y, bias)
 
 
 def _conv(nd: int, x: Tensor, weight: Tensor, bias: Optional[Tensor], stride, padding, dilation, groups) -> Tensor:

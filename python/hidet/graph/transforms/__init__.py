@@ -12,6 +12,7 @@ from hidet.graph.flow_graph import FlowGraph
 from hidet.graph.transforms import pass_context
 from hidet.graph.transforms.annotate_kernel_options import AnnotateKernelOptions
 from hidet.graph.transforms.base import GraphPass, rewrite_graph
+from hidet.graph.transforms.channels_last import ChannelsLast
 from hidet.graph.transforms.convert_precision import ConvertPrecision
 from hidet.graph.transforms.convert_reduce_precision import ConvertReducePrecision
 from hidet.graph.transforms.eliminate_common_subexpressions import EliminateCommonSubexpressions
@@ -26,11 +27,11 @@ from hidet.graph.transforms.simplify_transforms import SimplifyTransforms
 
 def default_passes() -> List[GraphPass]:
     """Dead code needs no pass: a graph holds only the nodes its outputs depend on."""
-    # constants fold first in the model's own precision (weight transforms a frontend deferred), then again
-    # after the precision conversion has cast them
+    # constants fold first in the model's own precision (weight transforms a frontend deferred), again
+    # after the precision conversion has cast them, and once more for the weights channels_last permutes
     return [FoldConstants(), ConvertPrecision(), ConvertReducePrecision(), FoldConstants(), SimplifyTransforms(),
-            FoldConvBatchNorm(), MergeSiblingMatmuls(), EliminateCommonSubexpressions(), FuseAttention(),
-            FuseOperators(), AnnotateKernelOptions()]
+            FoldConvBatchNorm(), ChannelsLast(), FoldConstants(), SimplifyTransforms(), MergeSiblingMatmuls(),
+            EliminateCommonSubexpressions(), FuseAttention(), FuseOperators(), AnnotateKernelOptions()]
 
 
 def optimize(graph: FlowGraph) -> FlowGraph:

@@ -23,6 +23,7 @@ class PassContext:
         self.reduce_precision: Optional[str] = None
         self.use_tensor_core: bool = False
         self.parallel_k: str = 'default'
+        self.channels_last: Optional[bool] = None
         self.verbose: bool = False
 
     def set_precision(self, dtype: Optional[str] = None) -> 'PassContext':
@@ -59,6 +60,15 @@ class PassContext:
             str(int(nparts)) if nparts is not None else 'default'
         return self
 
+    def set_channels_last(self, flag: Optional[bool] = None) -> 'PassContext':
+        """Run 2-D convolutions in channels-last layout (the channels_last pass): None (the default) where
+        the tensor-core template gathers channels (float16/bfloat16 on CUDA, channels a multiple of 8),
+        True for every ungrouped 2-D convolution, False never."""
+        if flag is not None and not isinstance(flag, bool):
+            raise TypeError(f'set_channels_last takes True, False or None, got {flag!r}')
+        self.channels_last = flag
+        return self
+
     def set_verbose(self, flag: bool = True) -> 'PassContext':
         """Print each pass's effect (node counts) while optimizing."""
         self.verbose = bool(flag)
@@ -73,7 +83,8 @@ class PassContext:
 
     def __repr__(self) -> str:
         return (f'PassContext(precision={self.precision}, reduce_precision={self.reduce_precision}, '
-                f'use_tensor_core={self.use_tensor_core}, parallel_k={self.parallel_k!r})')
+                f'use_tensor_core={self.use_tensor_core}, parallel_k={self.parallel_k!r}, '
+                f'channels_last={self.channels_last})')
 
 
 _local = threading.local()

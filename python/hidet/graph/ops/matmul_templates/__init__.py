@@ -5,10 +5,10 @@ sm_80+ (mma.py) with its search spaces (space.py), the CPU template (cpu.py), wh
 
 ``find_matmul_template(task, target)`` is registered with hidet.drivers.templates: a matmul task (a
 MatmulOp, or a fused operator anchored by one) gets the tensor-core template on CUDA with 16-bit float
-operands, and the CPU template on the CPU with float32/float16/bfloat16 operands (convolutions too, as
-implicit GEMMs, but not matrix-vector products); everything else
-(float32 on CUDA — full fp32 by default —, non-elementwise prologues or epilogues, pre-sm_80 GPUs) stays
-with the auto-scheduler.
+operands, and the CPU template on the CPU with float32/float16/bfloat16 operands; ungrouped convolutions
+get them too, as implicit GEMMs (k folded from the channels and the window), but not matrix-vector
+products (grouped and depthwise convolutions); everything else (float32 on CUDA — full fp32 by default —,
+non-elementwise prologues or epilogues, pre-sm_80 GPUs) stays with the auto-scheduler.
 """
 from __future__ import annotations
 
@@ -67,7 +67,12 @@ def find_matmul_template(task: Task, target: str, arch: Optional[str] = None):
     try:
         spec = match_gemm(task)
     except NotGemm:
-        return None
+        try:  # an implicit GEMM (a convolution)
+            spec = match_gemm(task, fold_k=True)
+        except NotGemm:
+            return None
+        if spec.n < 16 or spec.k < 16:  # a batch of matrix-vector products: the auto-scheduler's reductions
+            return None
     if arch is None:
         from hidet.backend.compiler import cuda_arch
 

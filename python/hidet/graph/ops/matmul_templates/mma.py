@@ -3,7 +3,8 @@
 A block computes a BM x BN tile of C (its warps WM x WN tiles each) over its share of K:
 
 - global → shared: a ``stages``-deep cp.async pipeline (direct operands: 16-byte copies, zero-filled past
-  the edges); a computed operand (a prologue such as a cast) is evaluated per element instead and stored
+  the edges; gathered operands — an implicit GEMM's channels-last input — the same from an address and a
+  padding predicate computed per 16-byte chunk); a computed operand (a prologue such as a cast) is evaluated per element instead and stored
   by the threads. Shared rows are padded by 16 bytes, so ldmatrix reads 8 rows from 8 bank groups.
 - shared → registers: ldmatrix (``.trans`` where the operand's contiguous dimension is m or n);
   ``mma.sync.m16n8k16`` with fp32 accumulators.
@@ -137,6 +138,8 @@ def build_script_module(spec: GemmSpec, cfg: MmaConfig):
     BATCH = spec.batch
     A_KM, B_KM = spec.a.k_major, spec.b.k_major
     A_DIRECT, B_DIRECT = spec.a.vector_ok, spec.b.vector_ok
+    A_GATHER, B_GATHER = spec.a.gather is not None, spec.b.gather is not None
+    gather_offset, gather_valid = values.gather_offset, values.gather_valid
     A_SHAPE = [S, BM, BK + PAD] if A_KM else [S, BK, BM + PAD]
     B_SHAPE = [S, BN, BK + PAD] if B_KM else [S, BK, BN + PAD]
     A_BYTES = _prod(A_SHAPE) * 2
@@ -157,8 +160,8 @@ def build_script_module(spec: GemmSpec, cfg: MmaConfig):
     E_ITERS = BM * BN // V // THREADS
     ACC_N = MT * NT * 4
     ACCS = [(mi, ni, e) for mi in MTS for ni in NTS for e in FOUR]
-    A_PTR = ins[spec.a.direct[0]] if A_DIRECT else None
-    B_PTR = ins[spec.b.direct[0]] if B_DIRECT else None
+    A_PTR = ins[spec.a.direct[0]] if A_DIRECT else ins[spec.a.gather.pos] if A_GATHER else None
+    B_PTR = ins[spec.b.direct[0]] if B_DIRECT else ins[spec.b.gather.pos] if B_GATHER else None
     A_SMN, A_SK = values.direct_strides(spec.a, spec.m_var) if A_DIRECT else (0, 0)
     B_SMN, B_SK = values.direct_strides(spec.b, spec.n_var) if B_DIRECT else (0, 0)
 
@@ -223,6 +226,10 @@ def build_script_module(spec: GemmSpec, cfg: MmaConfig):
                         if A_DIRECT:
                             off = a_base + i64(gm) * A_SMN + i64(gk) * A_SK
                             cp_async(~sa[st, r, c8], A_PTR + (off if ok else i64(0)), 16, 16 if ok else 0)
+                        elif A_GATHER:  # k-major: c8 runs along k, 8 channels of one window position
+                            ok = gm < M and gk < k_end and gather_valid(spec.a, bz, gm, gk)
+                            off = gather_offset(spec.a, bz, gm, gk)
+                            cp_async(~sa[st, r, c8], A_PTR + (off if ok else i64(0)), 16, 16 if ok else 0)
                         else:
                             for e in EIGHT:
                                 v: f32 = 0.0
@@ -243,6 +250,10 @@ def build_script_module(spec: GemmSpec, cfg: MmaConfig):
                         ok = gn < N and gk < k_end
                         if B_DIRECT:
                             off = b_base + i64(gn) * B_SMN + i64(gk) * B_SK
+                            cp_async(~sb[st, r, c8], B_PTR + (off if ok else i64(0)), 16, 16 if ok else 0)
+                        elif B_GATHER:
+                            ok = gn < N and gk < k_end and gather_valid(spec.b, bz, gn, gk)
+                            off = gather_offset(spec.b, bz, gn, gk)
                             cp_async(~sb[st, r, c8], B_PTR + (off if ok else i64(0)), 16, 16 if ok else 0)
                         else:
                             for e in EIGHT:

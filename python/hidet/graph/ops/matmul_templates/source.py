@@ -52,6 +52,8 @@ def template_source(spec: GemmSpec, cfg: MmaConfig, fallback: bool = True) -> st
     for op in (spec.a, spec.b):
         if op.vector_ok:
             checks.append(f'hidet::is_aligned(buffers[{op.direct[0]}], 16)')
+        elif op.gather is not None:
+            checks.append(f'hidet::is_aligned(buffers[{op.gather.pos}], 16)')
     if vector_store(spec):
         checks.append(f'hidet::is_aligned(buffers[{nin}], 8)')
     cond = ' && '.join(dict.fromkeys(checks)) or 'true'

@@ -13,8 +13,12 @@ read ``C`` at the output's own indices (an elementwise epilogue: bias, activatio
 size-1 dimensions may be added or dropped), so each element of ``C`` gives one output element.
 
 An operand read straight from an input tensor of the MMA dtype at an affine index (``A[b, i, k]``,
-``W[j, k]`` through a transpose) is *direct*: the template copies it with cp.async. Any other elementwise
-prologue is evaluated per element by the template (*computed*). A prologue with a reduction, an epilogue
+``W[j, k]`` through a transpose, ``W[o, c, kh, kw]`` with k folded from (c, kh, kw)) is *direct*: the
+template copies it with cp.async. An implicit GEMM's input read through a window
+(``select(valid, X[n, ih, iw, c], 0)`` in channels-last, c innermost in k, a multiple of 8 channels) is
+*gathered*: each 8 consecutive k are 8 consecutive elements, all inside or all outside the padding, so the
+template still copies 16 bytes at a time, from an address and a predicate computed per chunk. Any other
+elementwise prologue is evaluated per element by the template (*computed*). A prologue with a reduction, an epilogue
 that moves elements around, several outputs or float32 operands make ``match_gemm`` return None (the
 auto-scheduler runs the task instead); ``explain`` says why.
 """
@@ -25,7 +29,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 from hidet.ir.compute import ReduceCompute, TensorNode
 from hidet.ir.dtypes import DataType, float32, int64
-from hidet.ir.expr import Binary, Cast, Constant, Expr, TensorElement, Unary, Var, cast
+from hidet.ir.expr import Binary, Cast, Constant, Expr, Select, TensorElement, Unary, Var, cast
 from hidet.ir.functors import collect, rewrite, substitute
 from hidet.ir.task import Task
 
@@ -111,10 +115,20 @@ class Operand:
     direct: Optional[Tuple[int, Affine]] = None  # (task input index, affine flat index) when a plain read
     k_major: bool = True      # shared-memory layout: k contiguous (else m/n contiguous)
     vector_ok: bool = False   # direct and aligned for 16-byte cp.async along the contiguous dimension
+    gather: Optional['Gather'] = None  # k-major chunks of 8 copied from computed addresses
 
     @property
     def mode(self) -> str:
-        return 'direct' if self.vector_ok else 'computed'
+        return 'direct' if self.vector_ok else 'gather' if self.gather is not None else 'computed'
+
+
+@dataclass
+class Gather:
+    """A gathered operand: the chunk of 8 elements at (batch vars, m|n, k) with k % 8 == 0 starts at flat
+    element ``offset`` of task input ``pos`` (a multiple of 8), and is all zeros where ``valid`` is false."""
+    pos: int
+    offset: Expr
+    valid: Optional[Expr]
 
 
 @dataclass
@@ -176,14 +190,18 @@ def _strip_cast(e: Expr) -> Expr:
 
 
 def _operand(name: str, value: Expr, task: Task, batch_vars, axes: Sequence[Tuple[Var, int]], mn_var: Var,
-             fold: Dict[Var, Expr], k_var: Var, mn: int, k: int, mma_dtype: DataType) -> Operand:
+             fold: Dict[Var, Expr], k_var: Var, mn: int, k: int, mma_dtype: DataType, raw: Expr,
+             k_axes: Sequence[Tuple[Var, int]], k_fold: Dict[Var, Expr]) -> Operand:
     """``value`` reads the operand over the anchor's ``axes`` (its m or n axes, outer to inner, folded into
-    ``mn_var`` by ``fold``)."""
+    ``mn_var`` by ``fold``) and ``k_var``; ``raw`` is the same over the reduction's own ``k_axes`` (outer to
+    inner, folded into ``k_var`` by ``k_fold``)."""
     op = Operand(name, substitute(value, fold) if fold else value)
-    inner = _strip_cast(value)
+    inner = _strip_cast(raw)
     if isinstance(inner, TensorElement) and inner.tensor.is_input() and inner.tensor.dtype == mma_dtype:
-        index = affine(flat_index(inner.indices, inner.tensor.shape), list(batch_vars) + [v for v, _ in axes] + [k_var])
+        index = affine(flat_index(inner.indices, inner.tensor.shape),
+                       list(batch_vars) + [v for v, _ in axes] + [v for v, _ in k_axes])
         index = _fold_affine(index, axes, mn_var) if index is not None else None
+        index = _fold_affine(index, k_axes, k_var) if index is not None else None
         if index is not None:
             pos = next(i for i, t in enumerate(task.inputs) if t is inner.tensor)
             op.direct = (pos, index)
@@ -196,6 +214,9 @@ def _operand(name: str, value: Expr, task: Task, batch_vars, axes: Sequence[Tupl
             else:
                 op.k_major = not (smn == 1 and sk != 1)
             return op
+    op.gather = _gather(inner, task, batch_vars, axes, k_axes, {**fold, **k_fold}, mma_dtype)
+    if op.gather is not None:
+        return op
     # computed: lay it out along the dimension its largest read is contiguous in
     reads = [e for e in collect(value, TensorElement) if e.tensor.is_input()]
     if reads and axes:
@@ -204,6 +225,34 @@ def _operand(name: str, value: Expr, task: Task, batch_vars, axes: Sequence[Tupl
         if index is not None and index.coeff(axes[-1][0]) == 1 and index.coeff(k_var) != 1:
             op.k_major = False
     return op
+
+
+def _gather(value: Expr, task: Task, batch_vars, axes, k_axes, folds: Dict[Var, Expr], mma_dtype: DataType
+            ) -> Optional[Gather]:
+    """The Gather of ``value`` (over the unfolded axes) when it is ``[select(valid, ]X[index][, 0)]`` with the
+    index affine, its innermost k axis of stride 1 and extent a multiple of 8, every other stride and the
+    offset multiples of 8, and ``valid`` not depending on that axis."""
+    valid = None
+    if isinstance(value, Select):
+        f = _strip_cast(value.f)
+        if not (isinstance(f, Constant) and float(f.value) == 0.0):
+            return None
+        valid, value = value.cond, _strip_cast(value.t)
+    if not (isinstance(value, TensorElement) and value.tensor.is_input() and value.tensor.dtype == mma_dtype):
+        return None
+    if not k_axes or k_axes[-1][1] % 8:
+        return None
+    inner_k = k_axes[-1][0]
+    flat = flat_index(value.indices, value.tensor.shape)
+    form = affine(flat, list(batch_vars) + [v for v, _ in axes] + [v for v, _ in k_axes])
+    if form is None or form.coeff(inner_k) != 1 or form.offset % 8:
+        return None
+    if any(c % 8 for v, c in form.coeffs.items() if v != id(inner_k)):
+        return None
+    if valid is not None and any(x is inner_k for x in collect(valid, Var)):
+        return None
+    pos = next(i for i, t in enumerate(task.inputs) if t is value.tensor)
+    return Gather(pos, substitute(flat, folds), None if valid is None else substitute(valid, folds))
 
 
 def _fold_affine(index: Affine, axes: Sequence[Tuple[Var, int]], mn_var: Var) -> Optional[Affine]:
@@ -373,15 +422,19 @@ def match_gemm(task: Task, operand_dtypes: Sequence[str] = MMA_DTYPES, fold_k: b
         e: Expr = k_var if k == 1 else k_var / k
         rvals[r.axes[i]] = e if i == big[0] else e % r.shape[i]
         k *= r.shape[i]
+    # the reduction's own axes, for the operands' strides along each: (axis, extent), outer to inner
+    k_axes = [(r.axes[i], r.shape[i]) for i in big] if len(big) > 1 else [(k_var, k)]
+    k_fold = {r.axes[i]: rvals[r.axes[i]] for i in big} if len(big) > 1 else {}
     value = _strip_cast(r.value)
     if not (isinstance(value, Binary) and value.op == '*'):
         raise NotGemm('the reduced value is not a product')
     d = anchor.definition
     c_vars = [Var(f'c{i}', int64) for i in range(len(d.axes))]
     axes_map = dict(zip(d.axes, c_vars))
-    axes_map.update(rvals)
-    fa = _inline_inputs(substitute(value.a, axes_map))
-    fb = _inline_inputs(substitute(value.b, axes_map))
+    axes_map.update({ax: v for ax, v in rvals.items() if ax not in k_fold})
+    raw_a = _inline_inputs(substitute(value.a, axes_map))  # over the reduction's own axes
+    raw_b = _inline_inputs(substitute(value.b, axes_map))
+    fa, fb = substitute(raw_a, k_fold), substitute(raw_b, k_fold)
     for f in (fa, fb):
         if collect(f, ReduceCompute):
             raise NotGemm('a prologue has a reduction')
@@ -397,6 +450,7 @@ def match_gemm(task: Task, operand_dtypes: Sequence[str] = MMA_DTYPES, fold_k: b
     batch_axes = [i for i in range(len(c_vars)) if i not in m_axes + n_axes and shape[i] != 1]
     fixed = {v: Constant(0, int64) for i, v in enumerate(c_vars) if shape[i] == 1}
     fa, fb = substitute(fa, fixed), substitute(fb, fixed)
+    raw_a, raw_b = substitute(raw_a, fixed), substitute(raw_b, fixed)
 
     def fold(axes: List[int], name: str):
         """Several m (or n) axes — a batch only one operand has — become one dimension."""
@@ -418,9 +472,9 @@ def match_gemm(task: Task, operand_dtypes: Sequence[str] = MMA_DTYPES, fold_k: b
         raise NotGemm('the batch is too large for the grid')
     mma_dtype = fa.dtype
     a = _operand('a', fa, task, batch_vars, [(c_vars[i], shape[i]) for i in m_axes], m_var, m_fold, k_var, m, k,
-                 mma_dtype)
+                 mma_dtype, raw_a, k_axes, k_fold)
     b = _operand('b', fb, task, batch_vars, [(c_vars[i], shape[i]) for i in n_axes], n_var, n_fold, k_var, n, k,
-                 mma_dtype)
+                 mma_dtype, raw_b, k_axes, k_fold)
     acc = Var('acc', float32)
     epilogue, out_index, groups, pieces = _epilogue(task, anchor, r, acc, c_vars)
     folds = dict(fixed)

@@ -68,6 +68,18 @@ class GemmValues:
         pos, index = op.direct
         return index.coeff(mn_var), index.coeff(self.spec.k_var)
 
+    def gather_offset(self, op: Operand, bz, gmn, gk) -> Expr:
+        """int64 flat offset of a gathered operand's chunk at (batch bz, m|n gmn, k gk)."""
+        return cast(self._at(op.gather.offset, bz, {self._mn_var(op): gmn, self.spec.k_var: gk}), int64)
+
+    def gather_valid(self, op: Operand, bz, gmn, gk) -> Expr:
+        """Whether that chunk lies inside the input (not in the padding)."""
+        valid = op.gather.valid
+        return convert(True) if valid is None else self._at(valid, bz, {self._mn_var(op): gmn, self.spec.k_var: gk})
+
+    def _mn_var(self, op: Operand) -> Var:
+        return self.spec.m_var if op is self.spec.a else self.spec.n_var
+
     def a_value(self, bz, gm, gk) -> Expr:
         return self._at(self.spec.a.value, bz, {self.spec.m_var: gm, self.spec.k_var: gk})
 

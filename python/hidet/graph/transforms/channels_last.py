@@ -1,0 +1,84 @@
+"""Channels-last convolutional networks: each ungrouped 2-D convolution becomes a channels-last one
+(``conv2d_channels_last``, whose implicit GEMM the tensor-core template reads 8 channels at a time), and
+the layout is carried through the elementwise operators after it (bias, batch-norm scale, activation,
+residual add), so the next convolution reads the previous one's output as it is:
+
+    conv(x) → add(·, b) → relu → conv        becomes
+    permute(x) → conv_cl → add(·, bᵀ) → relu → conv_cl → … → permute back where an NCHW reader remains
+
+Operators that need NCHW (pooling, reshapes, anything not elementwise) read a permute of the
+channels-last tensor; the fusion pass then folds such a permute into the reading kernel. Weights are
+permuted under ``deferred_constants`` and folded by the ``fold_constants`` pass that follows.
+
+Applies (``PassContext.set_channels_last``): by default to float16/bfloat16 convolutions on CUDA with a
+multiple of 8 input channels (where the tensor-core template gathers channels); ``True`` to every
+ungrouped 2-D convolution (any device and dtype: the CPU tests use it); ``False`` to none.
+"""
+from __future__ import annotations
+
+from typing import Dict, List, Optional
+
+from hidet.graph import ops
+from hidet.graph.flow_graph import FlowGraph
+from hidet.graph.operator import Operator, deferred_constants
+from hidet.graph.ops.arithmetic import BinaryElementwiseOp, UnaryElementwiseOp, WhereOp
+from hidet.graph.ops.conv import ConvOp
+from hidet.graph.tensor import Tensor
+from hidet.graph.transforms.base import GraphPass, rewrite_graph
+from hidet.graph.transforms.pass_context import PassContext
+
+TO_CL, TO_CF = [0, 2, 3, 1], [0, 3, 1, 2]  # NCHW → NHWC and back
+_ELEMENTWISE = (UnaryElementwiseOp, BinaryElementwiseOp, WhereOp)
+
+
+def _applies(node: ConvOp, mode: Optional[bool]) -> bool:
+    x = node.inputs[0]
+    if mode is False or x.ndim != 4 or node.attrs['groups'] != 1:
+        return False
+    if mode is True:
+        return True
+    return x.device.is_cuda() and x.dtype.name in ('float16', 'bfloat16') and x.shape[1] % 8 == 0
+
+
+class ChannelsLast(GraphPass):
+    name = 'channels_last'
+
+    def __call__(self, graph: FlowGraph, ctx: PassContext) -> FlowGraph:
+        mode = ctx.channels_last
+        if mode is False or not any(isinstance(n, ConvOp) and _applies(n, mode) for n in graph.nodes):
+            return graph
+        cl: Dict[int, Tensor] = {}  # id(NCHW tensor of the new graph) → the channels-last tensor it permutes
+
+        def as_cl(t: Tensor) -> Tensor:
+            """``t`` in channels-last: the tensor a permute came from, else a permute (one per tensor)."""
+            if id(t) not in cl:
+                cl[id(t)] = ops.permute(t, TO_CL)
+            return cl[id(t)]
+
+        def operand_cl(t: Tensor) -> Tensor:
+            """An elementwise operand in channels-last; a broadcast one ([c, 1, 1], [1, c, 1, 1]) is permuted
+            as the 4-D tensor it broadcasts to, a single value stays as it is."""
+            if id(t) in cl or t.ndim == 4:
+                return as_cl(t)
+            if t.numel() == 1:
+                return t
+            return ops.permute(ops.reshape(t, [1] * (4 - t.ndim) + list(t.shape)), TO_CL)
+
+        def back(y_cl: Tensor) -> List[Tensor]:
+            y = ops.permute(y_cl, TO_CF)
+            cl[id(y)] = y_cl
+            return [y]
+
+        def rewrite(node: Operator, inputs: List[Tensor]):
+            if isinstance(node, ConvOp) and _applies(node, mode):
+                a = node.attrs
+                return back(ops.conv2d_channels_last(as_cl(inputs[0]), ops.permute(inputs[1], TO_CL),
+                                                     stride=a['stride'], padding=a['padding'],
+                                                     dilation=a['dilation']))
+            if isinstance(node, _ELEMENTWISE) and node.outputs[0].ndim == 4 and any(id(t) in cl for t in inputs):
+                return back(node.reforward([operand_cl(t) for t in inputs]).outputs[0])
+            return None
+
+        with deferred_constants():  # weight permutes: traced, then folded together by fold_constants
+            return rewrite_graph(graph, rewrite)
+
