@@ -6,7 +6,8 @@
 #
 #   bash scripts/gpu_check.sh [LOG_DIR] [STAGE...]
 #   STAGE: core (cuda tests but the model suites), select (the cuda tests under $SELECT), models (torchvision / transformers / ONNX models),
-#          bench (build times, ops, matmul), report (the model table, serving from C++ against Python,
+#          bench (build times, ops, matmul), conv (resnet50's 3x3 convolutions at batch 32, channels-last, against
+#          cuDNN; tuning level CONV_SPACE, default 0), report (the model table, serving from C++ against Python,
 #          ONNX models against onnxruntime). Default: core bench.
 #   TEST_TIMEOUT=360 MODELS_TIMEOUT=480 BENCH_TIMEOUT=120 REPORT_MODELS=resnet18,...
 #
@@ -64,6 +65,13 @@ for stage in $STAGES; do
       (cd /tmp && timeout "${BENCH_TIMEOUT:-120}" python3 "$ROOT/scripts/bench_matmul.py" \
          4096x4096x4096 1x4096x4096 128x4096x4096 --space 0) 2>&1 | grep -v "it/s\]" | tee "$LOG_DIR/bench_matmul.log"
       (cd /tmp && timeout 45 python3 "$ROOT/scripts/bench_ops.py") 2>&1 | tee "$LOG_DIR/bench_ops.log" | tail -30 ;;
+    conv)
+      echo "== conv2d: resnet50's 3x3 layers, batch 32, float16, channels-last"
+      for shape in "64 56 56 64" "128 28 28 128" "256 14 14 256" "512 7 7 512"; do
+        set -- $shape
+        (cd /tmp && timeout 120 python3 -m hidet bench conv2d 32 $1 $2 $3 $4 3 3 --padding 1 --channels-last \
+           --backends hidet,eager --space "${CONV_SPACE:-0}" --repeat 30) 2>&1 | grep -v "it/s\]" | tee -a "$LOG_DIR/bench_conv.log" | tail -4
+      done ;;
     report)
       echo "== report"
       (cd /tmp && timeout 120 python3 "$ROOT/scripts/bench_serving.py" --model resnet18 --dtype f16 --device cuda) 2>&1 \
