@@ -33,11 +33,12 @@ def test_conv2d_channels_last_matches_torch(device, dtype, n, c, h, w, o, k, str
     x = torch.randn(n, c, h, w, generator=g).to(device, dtype)
     wt = (torch.randn(o, c, k, k, generator=g) / (c * k * k) ** 0.5).to(device, dtype)
     b = torch.randn(o, generator=g).to(device, dtype)
-    expected = F.conv2d(x.float(), wt.float(), b.float(), stride, padding, dilation).to(dtype)
+    # the reference in float64 on the CPU (torch's CUDA float32 convolutions may use TF32)
+    expected = F.conv2d(x.double().cpu(), wt.double().cpu(), b.double().cpu(), stride, padding, dilation).to(dtype)
     y = ops.conv2d_channels_last(hidet.from_torch(x.permute(0, 2, 3, 1).contiguous()),
                                  hidet.from_torch(wt.permute(0, 2, 3, 1).contiguous()), hidet.from_torch(b),
                                  stride=stride, padding=padding, dilation=dilation)
-    actual = y.torch().permute(0, 3, 1, 2)
+    actual = y.torch().permute(0, 3, 1, 2).cpu()
     tol = _tol(dtype)
     torch.testing.assert_close(actual.float(), expected.float(), rtol=tol, atol=tol)
 
