@@ -35,6 +35,7 @@ PRIMITIVES: Dict[str, tuple] = {
     'cuda_ldmatrix': (('cuda',), 'hidet::lang::ldmatrix<{num}, {trans}>({0}, {1})'),
     'cuda_mma_m16n8k16_f16_f32': (('cuda',), 'hidet::lang::mma_m16n8k16_f16_f32({0}, {1}, {2})'),
     'cuda_mma_m16n8k16_bf16_f32': (('cuda',), 'hidet::lang::mma_m16n8k16_bf16_f32({0}, {1}, {2})'),
+    'cuda_mma_m16n8k8_tf32_f32': (('cuda',), 'hidet::lang::mma_m16n8k8_tf32_f32({0}, {1}, {2})'),
     'reinterpret_pointer': (('cuda', 'cpu'), '(({T}*)({0}))'),
 }
 for _builtin in ('threadIdx', 'blockIdx', 'blockDim', 'gridDim'):

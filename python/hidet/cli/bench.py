@@ -28,6 +28,8 @@ def add_parser(sub) -> None:
         p.add_argument('--warmup', type=int, default=5)
         p.add_argument('--repeat', type=int, default=20)
         p.add_argument('--json', action='store_true', help='also print the results as one JSON line')
+        p.add_argument('--tf32', action='store_true',
+                       help='float32 on TF32 tensor cores: hidet with use_tensor_core, torch with allow_tf32')
         p.set_defaults(func=run)
 
     p = kinds.add_parser('matmul', help='C[M, N] = A[M, K] @ B[K, N]')
@@ -124,14 +126,19 @@ def _op_case(args) -> Tuple[Callable, List, Callable[[list], Callable], float, s
 
             def build_hidet(space: int):
                 syms = [hidet.symbol(list(t.shape), _DTYPES[args.dtype], args.device) for t in hidet_inputs]
-                compiled = hidet.graph.optimize(hidet.trace_from(hidet_graph(syms), syms)).build(space=space)
+                with hidet.graph.PassContext() as ctx:
+                    ctx.set_use_tensor_core(args.tf32)
+                    graph = hidet.graph.optimize(hidet.trace_from(hidet_graph(syms), syms))
+                compiled = graph.build(space=space)
                 return lambda: compiled.run(hidet_inputs)
 
             return fn, torch_inputs, build_hidet, flops, title
 
     def build_hidet(space: int):
         syms = [hidet.symbol(list(t.shape), _DTYPES[args.dtype], args.device) for t in inputs]
-        graph = hidet.graph.optimize(hidet.trace_from(hidet_graph(syms), syms))
+        with hidet.graph.PassContext() as ctx:
+            ctx.set_use_tensor_core(args.tf32)
+            graph = hidet.graph.optimize(hidet.trace_from(hidet_graph(syms), syms))
         compiled = graph.build(space=space)
         return lambda: compiled.run(inputs)
 
@@ -158,10 +165,13 @@ def run(args) -> int:
     if args.device == 'cuda' and not torch.cuda.is_available():
         raise SystemExit('hidet bench: no CUDA device is available; pass --device cpu to benchmark on the CPU')
     results: Dict[str, Tuple[float, float]] = {}  # backend → (latency ms, compile s)
+    # torch's float32 GEMMs: exact unless --tf32 (as hidet's), whatever the process default
+    torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = bool(args.tf32)
     flops = None
     with torch.inference_mode():
         if args.kind in ('matmul', 'conv2d'):
             fn, inputs, build_hidet, flops, title = _op_case(args)
+            title += ' tf32' if args.tf32 else ''
             runners = {'eager': lambda: (lambda: fn(*inputs)),
                        'inductor': lambda: (lambda f=torch.compile(fn): f(*inputs)),
                        'hidet': lambda: build_hidet(args.space)}

@@ -1,5 +1,6 @@
 """CUDA for Hidet Script: thread indices, barriers, warp shuffles, atomics, shared / register / dynamic
-shared memory, cp.async, ldmatrix and mma.sync (m16n8k16, f16/bf16 inputs, f32 accumulators).
+shared memory, cp.async, ldmatrix and mma.sync (m16n8k16 with f16/bf16 inputs, m16n8k8 with f32 inputs rounded
+to TF32; f32 accumulators).
 
 Pointers are written ``~a[i, j]`` (the address of an element); a tensor stands for its first element.
 The C++ side is cpp/include/hidet/kernel/lang.h; the C spellings are in hidet/backend/primitives.py.
@@ -212,14 +213,23 @@ def mma_sync(a, b, c, shape: str = 'm16n8k16'):
     ``a`` points to 8 f16/bf16 values per lane, ``b`` to 4, ``c`` to 4 f32 accumulators, in the PTX
     fragment layouts (lane = 4 * group + t: a[0:2] is A[group, 2t:2t+2], a[2:4] A[group+8, 2t:2t+2],
     a[4:6] A[group, 2t+8:2t+10], a[6:8] A[group+8, 2t+8:2t+10]; b[0:2] is B[2t:2t+2, group], b[2:4]
-    B[2t+8:2t+10, group]; c[0:2] is C[group, 2t:2t+2], c[2:4] C[group+8, 2t:2t+2])."""
-    if shape != 'm16n8k16':
-        raise ValueError(f"mma_sync supports shape 'm16n8k16', not {shape!r}")
+    B[2t+8:2t+10, group]; c[0:2] is C[group, 2t:2t+2], c[2:4] C[group+8, 2t:2t+2]).
+
+    ``shape='m16n8k8'``: float32 operands rounded to TF32 (``mma.sync.aligned.m16n8k8.row.col.f32.tf32``), 4
+    values of ``a`` per lane (A[group, t], A[group+8, t], A[group, t+4], A[group+8, t+4]) and 2 of ``b``
+    (B[t, group], B[t+4, group]); ``c`` as above."""
+    if shape not in ('m16n8k16', 'm16n8k8'):
+        raise ValueError(f"mma_sync supports shapes 'm16n8k16' (f16/bf16) and 'm16n8k8' (tf32), not {shape!r}")
     a, b, c = as_pointer(a, 'mma_sync: a'), as_pointer(b, 'mma_sync: b'), as_pointer(c, 'mma_sync: c')
     ab = pointee(a)
-    if ab.name not in ('float16', 'bfloat16') or pointee(b) != ab:
-        raise TypeError(f'mma_sync: a and b must both point to float16 or bfloat16 values, got {ab} and {pointee(b)}')
     if pointee(c).name != 'float32':
         raise TypeError(f'mma_sync: c must point to float32 accumulators, got {pointee(c)}')
+    if shape == 'm16n8k8':
+        if ab.name != 'float32' or pointee(b) != ab:
+            raise TypeError(f"mma_sync(shape='m16n8k8'): a and b must both point to float32 values (rounded to TF32), "
+                            f'got {ab} and {pointee(b)}')
+        return PrimCall('cuda_mma_m16n8k8_tf32_f32', [a, b, c], void)
+    if ab.name not in ('float16', 'bfloat16') or pointee(b) != ab:
+        raise TypeError(f'mma_sync: a and b must both point to float16 or bfloat16 values, got {ab} and {pointee(b)}')
     name = 'cuda_mma_m16n8k16_f16_f32' if ab.name == 'float16' else 'cuda_mma_m16n8k16_bf16_f32'
     return PrimCall(name, [a, b, c], void)

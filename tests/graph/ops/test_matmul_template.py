@@ -166,11 +166,51 @@ def test_parallel_k_reaches_the_space(policy, kwargs):
         hidet.graph.PassContext().set_parallel_k(disabled=True, nparts=2)
 
 
-def test_use_tensor_core_says_there_is_no_tf32_yet():
+def test_use_tensor_core_gives_float32_gemms_the_tf32_template():
+    from hidet.graph.ops.matmul_templates import find_matmul_template
+
+    specs = (([64, 32], 'float32'), ([32, 48], 'float32'))
+    (exact,) = fused_tasks(lambda x, w: ops.relu(ops.matmul(x, w)), *specs)
+    assert find_matmul_template(exact, 'cuda', 'sm_90') is None  # float32 stays exact by default
     with hidet.graph.PassContext() as ctx:
         ctx.set_use_tensor_core(True)
-        with pytest.warns(UserWarning, match='TF32 matmul kernels are not implemented yet'):
-            fused_tasks(lambda x, w: ops.matmul(x, w), ([8, 16], 'float32'), ([16, 8], 'float32'))
+        (task,) = fused_tasks(lambda x, w: ops.relu(ops.matmul(x, w)), *specs)
+        (half,) = fused_tasks(lambda x, w: ops.matmul(x, w), ([64, 32], 'float16'), ([32, 48], 'float16'))
+    assert task.attrs['tf32'] is True and 'tf32' not in half.attrs
+    template = find_matmul_template(task, 'cuda', 'sm_90')
+    assert template is not None and template.spec.mma_dtype.name == 'float32'
+    assert all(not check_config(template.spec, c) for c in template.space(2))
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize('m,n,k', [(64, 48, 32), (200, 328, 520), (1, 256, 512), (77, 300, 136)])
+def test_tf32_candidates_match_torch(m, n, k):
+    """Every level-2 candidate of a TF32 matmul + bias + relu against float64: TF32 rounds the operands to
+    10-bit mantissas (errors of ~1e-3 of the products' magnitude), and does round (not exact float32)."""
+    from hidet.backend.cache import build_libraries
+    from hidet.graph.ops.matmul_templates import find_matmul_template
+    from hidet.runtime.compiled_module import CompiledModule
+
+    with hidet.graph.PassContext() as ctx:
+        ctx.set_use_tensor_core(True)
+        (task,) = fused_tasks(lambda x, w, b: ops.relu(ops.matmul(x, w) + b), ([m, k], 'float32'),
+                              ([k, n], 'float32'), ([n], 'float32'))
+    template = find_matmul_template(task, 'cuda')
+    assert template is not None and template.spec.mma_dtype.name == 'float32'
+    x, w, b = torch.randn(m, k, device='cuda'), torch.randn(k, n, device='cuda'), torch.randn(n, device='cuda')
+    expected = torch.relu(x.double() @ w.double() + b.double())
+    scale = (x.double().abs() @ w.double().abs()).max().item()
+    configs = template.space(2)
+    paths = build_libraries([(template.source(c, fallback=False), 'cuda', task.name) for c in configs])
+    bad = []
+    for c, path in zip(configs, paths):
+        out = torch.full((m, n), float('nan'), device='cuda')
+        CompiledModule(path)['launch'](x, w, b, out)
+        torch.cuda.synchronize()
+        err = (out.double() - expected).abs().max().item()
+        if not 0 < err <= 2e-3 * scale:
+            bad.append(f'{c.name()}: max error {err} (products up to {scale})')
+    assert not bad, '; '.join(bad)
 
 
 def test_default_configs_per_shape_class():

@@ -174,6 +174,22 @@ HIDET_MMA_M16N8K16(mma_m16n8k16_f16_f32, "f16")
 HIDET_MMA_M16N8K16(mma_m16n8k16_bf16_f32, "bf16")
 #undef HIDET_MMA_M16N8K16
 
+// ---- mma.sync m16n8k8 with TF32 operands (sm_80+): a: 4 floats, b: 2 floats, c: 4 floats (PTX layouts:
+// a[0] A[g][t], a[1] A[g+8][t], a[2] A[g][t+4], a[3] A[g+8][t+4]; b[0] B[t][g], b[1] B[t+4][g]), each
+// operand rounded to TF32 (10-bit mantissa, round to nearest) first.
+__device__ __forceinline__ uint32_t to_tf32(float x) {
+  uint32_t r;
+  asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(r) : "f"(x));
+  return r;
+}
+__device__ __forceinline__ void mma_m16n8k8_tf32_f32(const float* a, const float* b, float* c) {
+  asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+               "{%0, %1, %2, %3};\n"
+               : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+               : "r"(to_tf32(a[0])), "r"(to_tf32(a[1])), "r"(to_tf32(a[2])), "r"(to_tf32(a[3])),
+                 "r"(to_tf32(b[0])), "r"(to_tf32(b[1])));
+}
+
 #endif  // __CUDACC__
 
 }  // namespace lang

@@ -1,16 +1,13 @@
 """The PassContext's kernel options as attributes of the tasks they concern, where the schedule
-templates read them at build time: ``parallel_k`` (the split-k policy) on every matmul task (a MatmulOp,
-or a fused operator with one among its members).
-
-``use_tensor_core`` asks for TF32 tensor cores in float32 matmuls (16-bit matmuls always use tensor
-cores, as torch's do). There is no TF32 kernel yet: the pass says so with a warning, and float32
-matmuls stay exact.
+templates read them at build time, on every GEMM task (a matmul or a convolution, or a fused operator
+with one among its members): ``parallel_k`` (the split-k policy) and ``tf32`` (``use_tensor_core``: float32
+GEMMs may run on tensor cores in TF32, 10-bit mantissas with float32 accumulation, as torch's
+``allow_tf32``; 16-bit GEMMs always use tensor cores).
 
 A task's attributes are part of its key (``Task.text``), so kernels and tuning results made under
 other options are cached apart. Runs after fusion, on the operators that will become kernels."""
 from __future__ import annotations
 
-import warnings
 from typing import List
 
 from hidet.graph.flow_graph import FlowGraph
@@ -21,43 +18,42 @@ from hidet.graph.transforms.pass_context import PassContext
 from hidet.ir.task import Task
 
 
-def _has_matmul(op: Operator) -> bool:
+def _has_gemm(op: Operator) -> bool:
+    from hidet.graph.ops.conv import ConvChannelsLastOp, ConvOp
     from hidet.graph.ops.matmul import MatmulOp
 
+    kinds = (MatmulOp, ConvOp, ConvChannelsLastOp)
     members = getattr(op, 'members', None)
-    return isinstance(op, MatmulOp) or bool(members) and any(isinstance(m, MatmulOp) for m in members)
+    return isinstance(op, kinds) or bool(members) and any(isinstance(m, kinds) for m in members)
 
 
 def kernel_options(ctx: PassContext) -> dict:
-    """The attributes ``ctx`` gives matmul tasks (none for the defaults, so default builds share keys)."""
-    return {'parallel_k': ctx.parallel_k} if ctx.parallel_k != 'default' else {}
-
-
-def _warn_no_tf32(graph: FlowGraph) -> None:
-    float32_matmuls = [n for n in graph.nodes if _has_matmul(n) and any(t.dtype.name == 'float32' for t in n.inputs)
-                       and n.device.is_cuda()]
-    if float32_matmuls:
-        warnings.warn(f'use_tensor_core: TF32 matmul kernels are not implemented yet; the {len(float32_matmuls)} '
-                      'float32 matmul(s) of this graph run in full float32 (use float16/bfloat16, or use_fp16, for '
-                      'tensor cores)', stacklevel=3)
+    """The attributes ``ctx`` gives GEMM tasks (none for the defaults, so default builds share keys)."""
+    options = {'parallel_k': ctx.parallel_k} if ctx.parallel_k != 'default' else {}
+    if ctx.use_tensor_core:
+        options['tf32'] = True
+    return options
 
 
 class AnnotateKernelOptions(GraphPass):
     name = 'annotate_kernel_options'
 
     def __call__(self, graph: FlowGraph, ctx: PassContext) -> FlowGraph:
-        if ctx.use_tensor_core:
-            _warn_no_tf32(graph)
         options = kernel_options(ctx)
         if not options:
             return graph
 
         def rewrite(node: Operator, inputs: List[Tensor]):
-            if not _has_matmul(node):
+            if not _has_gemm(node):
+                return None
+            mine = dict(options)
+            if not any(t.dtype.name == 'float32' for t in node.inputs):
+                mine.pop('tf32', None)  # 16-bit GEMMs use tensor cores anyway: their keys stay the defaults'
+            if not mine:
                 return None
             op = node.clone(inputs)
             task = node.task
-            op.task = Task(task.name, task.inputs, task.outputs, {**task.attrs, **options})
+            op.task = Task(task.name, task.inputs, task.outputs, {**task.attrs, **mine})
             return op.outputs
 
         return rewrite_graph(graph, rewrite)

@@ -41,8 +41,8 @@ class PassContext:
         return self
 
     def set_use_tensor_core(self, flag: bool = True) -> 'PassContext':
-        """Allow TF32 tensor cores in float32 matmuls (16-bit matmuls always use tensor cores). No TF32
-        kernel exists yet: optimize() warns, and float32 matmuls stay exact."""
+        """Allow TF32 tensor cores in float32 matmuls and convolutions on CUDA (operands rounded to 10-bit
+        mantissas, float32 accumulation; 16-bit ones always use tensor cores). Off: float32 stays exact."""
         self.use_tensor_core = bool(flag)
         return self
 

@@ -186,7 +186,8 @@ class CompiledFx:
                 ctx.set_precision('float16')
             if config.use_fp16_reduction:
                 ctx.set_reduce_precision('float16')
-            ctx.set_use_tensor_core(config.use_tensor_core)
+            # TF32 where the user allows it: hidet's own knob, or torch's for its matmuls
+            ctx.set_use_tensor_core(config.use_tensor_core or bool(torch.backends.cuda.matmul.allow_tf32))
             optimized = hidet.graph.optimize(flow_graph)
         if dump:
             _write(dump, 'flow_graph_optimized.txt', str(optimized))

@@ -19,7 +19,7 @@ from typing import Any, Dict, Optional
 @dataclass(frozen=True)
 class CompileOptions:
     search_space: int = 0             # 0: default schedules; 1: tune a few; 2: tune the whole space
-    use_tensor_core: bool = False     # TF32 for float32 matmuls (no TF32 kernel yet: warns, stays exact)
+    use_tensor_core: bool = False     # TF32 tensor cores for float32 matmuls and convolutions
     use_fp16: bool = False            # run the float32 parts in float16 (inputs/outputs cast automatically)
     use_fp16_reduction: bool = False  # 16-bit reductions accumulate in 16 bits instead of float32
     use_cuda_graph: bool = True       # replay a CUDA graph (CUDA tensors only)

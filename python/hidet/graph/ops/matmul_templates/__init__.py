@@ -8,7 +8,8 @@ MatmulOp, or a fused operator anchored by one) gets the tensor-core template on 
 operands, and the CPU template on the CPU with float32/float16/bfloat16 operands; ungrouped convolutions
 get them too, as implicit GEMMs (k folded from the channels and the window), but not matrix-vector
 products (grouped and depthwise convolutions); everything else (float32 on CUDA — full fp32 by default —,
-non-elementwise prologues or epilogues, pre-sm_80 GPUs) stays with the auto-scheduler.
+non-elementwise prologues or epilogues, pre-sm_80 GPUs) stays with the auto-scheduler. Float32 tasks
+with the ``tf32`` attribute (PassContext.set_use_tensor_core) get the tensor-core template in TF32.
 """
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from hidet.ir.task import Task
 
 from .mma import MmaConfig, check_config
 from .base import GemmTemplate
-from .spec import GemmSpec, NotGemm, explain, match_gemm
+from .spec import MMA_DTYPES, GemmSpec, NotGemm, explain, match_gemm
 
 MIN_ARCH = 80
 
@@ -64,11 +65,12 @@ def find_matmul_template(task: Task, target: str, arch: Optional[str] = None):
         return CpuMatmulTemplate(spec) if spec.n > 1 else None
     if target != 'cuda':
         return None
+    dtypes = MMA_DTYPES + ('float32',) if task.attrs.get('tf32') else MMA_DTYPES  # TF32 where allowed
     try:
-        spec = match_gemm(task)
+        spec = match_gemm(task, dtypes)
     except NotGemm:
         try:  # an implicit GEMM (a convolution)
-            spec = match_gemm(task, fold_k=True)
+            spec = match_gemm(task, dtypes, fold_k=True)
         except NotGemm:
             return None
         if spec.n < 16 or spec.k < 16:  # a batch of matrix-vector products: the auto-scheduler's reductions

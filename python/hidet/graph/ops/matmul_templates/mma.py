@@ -1,13 +1,15 @@
-"""The tensor-core GEMM template (sm_80+), in Hidet Script: fp16/bf16 operands, fp32 accumulation.
+"""The tensor-core GEMM template (sm_80+), in Hidet Script: fp16/bf16 operands (mma m16n8k16), or fp32
+operands rounded to TF32 where the task allows it (``tf32`` attribute, from PassContext.set_use_tensor_core;
+mma m16n8k8), fp32 accumulation.
 
 A block computes a BM x BN tile of C (its warps WM x WN tiles each) over its share of K:
 
 - global → shared: a ``stages``-deep cp.async pipeline (direct operands: 16-byte copies, zero-filled past
-  the edges; gathered operands — an implicit GEMM's channels-last input — the same from an address and a
+  the edges; 16 bytes are 8 fp16/bf16 or 4 fp32 elements; gathered operands — an implicit GEMM's channels-last input — the same from an address and a
   padding predicate computed per 16-byte chunk); a computed operand (a prologue such as a cast) is evaluated per element instead and stored
   by the threads. Shared rows are padded by 16 bytes, so ldmatrix reads 8 rows from 8 bank groups.
-- shared → registers: ldmatrix (``.trans`` where the operand's contiguous dimension is m or n);
-  ``mma.sync.m16n8k16`` with fp32 accumulators.
+- shared → registers: ldmatrix (``.trans`` where the operand's contiguous dimension is m or n); TF32
+  fragments are read element by element. ``mma.sync`` with fp32 accumulators.
 - split-k (``split_k > 1``): the blocks of a tile write fp32 partial tiles to a workspace; the last to finish
   (a counter per tile) sums them in split order (deterministic), resets the counter and runs the epilogue.
 - epilogue: the accumulators go through shared memory (fp32, padded) so that each thread then computes
@@ -21,7 +23,6 @@ from dataclasses import asdict, dataclass
 from .spec import GemmSpec
 from .values import GemmValues, _prod
 
-PAD = 8          # halves of padding per shared row (16 bytes)
 STAGE_PAD = 8    # floats of padding per row of the epilogue's staging tile
 GROUP_M = 8      # tiles of M visited together (L2 reuse of B)
 MAX_SMEM = 227 * 1024
@@ -54,10 +55,21 @@ class MmaConfig:
         return asdict(self)
 
 
+def chunk(spec: GemmSpec) -> int:
+    """Operand elements per 16 bytes: one cp.async copy, and the padding of a shared row (so ldmatrix reads
+    8 rows from 8 bank groups)."""
+    return 16 // spec.mma_dtype.nbytes
+
+
+def is_tf32(spec: GemmSpec) -> bool:
+    return spec.mma_dtype.name == 'float32'
+
+
 def smem_bytes(spec: GemmSpec, cfg: MmaConfig) -> int:
-    a = cfg.bm * (cfg.bk + PAD) if spec.a.k_major else cfg.bk * (cfg.bm + PAD)
-    b = cfg.bn * (cfg.bk + PAD) if spec.b.k_major else cfg.bk * (cfg.bn + PAD)
-    pipeline = cfg.stages * (a + b) * 2
+    pad = chunk(spec)
+    a = cfg.bm * (cfg.bk + pad) if spec.a.k_major else cfg.bk * (cfg.bm + pad)
+    b = cfg.bn * (cfg.bk + pad) if spec.b.k_major else cfg.bk * (cfg.bn + pad)
+    pipeline = cfg.stages * (a + b) * spec.mma_dtype.nbytes
     staging = cfg.bm * (cfg.bn + STAGE_PAD) * 4
     return max(pipeline, staging)
 
@@ -80,7 +92,7 @@ def check_config(spec: GemmSpec, cfg: MmaConfig) -> str:
     if c.stages < 2:
         return 'at least 2 stages'
     for rows, cols in ((c.bm, c.bk), (c.bn, c.bk)):
-        if (rows * cols // 8) % c.threads:
+        if (rows * cols // chunk(spec)) % c.threads:
             return 'each thread copies whole 16-byte chunks of every tile'
     v = vector_width(spec)
     if (c.bm * c.bn // v) % c.threads:
@@ -140,19 +152,27 @@ def build_script_module(spec: GemmSpec, cfg: MmaConfig):
     A_DIRECT, B_DIRECT = spec.a.vector_ok, spec.b.vector_ok
     A_GATHER, B_GATHER = spec.a.gather is not None, spec.b.gather is not None
     gather_offset, gather_valid = values.gather_offset, values.gather_valid
-    A_SHAPE = [S, BM, BK + PAD] if A_KM else [S, BK, BM + PAD]
-    B_SHAPE = [S, BN, BK + PAD] if B_KM else [S, BK, BN + PAD]
-    A_BYTES = _prod(A_SHAPE) * 2
+    CH = chunk(spec)  # elements per 16-byte copy
+    TF32 = is_tf32(spec)
+    KSTEP = 8 if TF32 else 16  # k of one mma
+    A_SHAPE = [S, BM, BK + CH] if A_KM else [S, BK, BM + CH]
+    B_SHAPE = [S, BN, BK + CH] if B_KM else [S, BK, BN + CH]
+    A_BYTES = _prod(A_SHAPE) * dt.nbytes
     SMEM = smem_bytes(spec, cfg)
-    # 16-byte chunks of a stage tile, in its shared layout: rows x (cols / 8)
-    A_CPR = (BK if A_KM else BM) // 8
-    B_CPR = (BK if B_KM else BN) // 8
-    A_ITERS = list(range(BM * BK // 8 // THREADS))
-    B_ITERS = list(range(BN * BK // 8 // THREADS))
+    # 16-byte chunks of a stage tile, in its shared layout: rows x (cols / CH)
+    A_CPR = (BK if A_KM else BM) // CH
+    B_CPR = (BK if B_KM else BN) // CH
+    A_ITERS = list(range(BM * BK // CH // THREADS))
+    B_ITERS = list(range(BN * BK // CH // THREADS))
     KC = -(-(-(-K // BK)) // SPLIT) * BK  # k per split, a multiple of BK
-    KSTEPS = list(range(BK // 16))
+    KSTEPS = list(range(BK // KSTEP))
     MTS, NTS, NT2S = list(range(MT)), list(range(NT)), list(range(NT // 2))
-    EIGHT, FOUR = list(range(8)), list(range(4))
+    CHS, FOUR = list(range(CH)), list(range(4))
+    MMA_SHAPE = 'm16n8k8' if TF32 else 'm16n8k16'
+    A_FRAG, B_FRAG = (4, 2) if TF32 else (8, 4)  # operand values per lane of one mma
+    LD_MTS, LD_NT2S = ([], []) if TF32 else (MTS, NT2S)  # ldmatrix loops (16-bit operands only)
+    A_TF32 = [(q, q % 2 * 8, q // 2 * 4) for q in range(4)]  # (value, m offset, k offset) of a TF32 A fragment
+    B_TF32 = [(q, q * 4) for q in range(2)]  # (value, k offset) of a TF32 B fragment
     V = vector_width(spec)
     VEC = vector_store(spec)
     VS = list(range(V))
@@ -180,6 +200,8 @@ def build_script_module(spec: GemmSpec, cfg: MmaConfig):
             tid = threadIdx.x
             lane = tid % 32
             warp = tid / 32
+            fg = lane / 4  # the lane's group and index in it, in the mma fragment layouts
+            ft = lane % 4
             wm0 = (warp / WARPS_N) * WM
             wn0 = (warp % WARPS_N) * WN
             # tile of this block: groups of GROUP_M tile rows, column by column (L2 reuse)
@@ -204,8 +226,8 @@ def build_script_module(spec: GemmSpec, cfg: MmaConfig):
                 b_base = direct_base(spec.b, bz)
 
             acc = register_tensor(f32, [MT, NT, 4])
-            af = register_tensor(dt, [2, MT, 8])  # fragments of two k-steps: load the next, multiply this one
-            bf = register_tensor(dt, [2, NT, 4])
+            af = register_tensor(dt, [2, MT, A_FRAG])  # fragments of two k-steps: load the next, multiply this one
+            bf = register_tensor(dt, [2, NT, B_FRAG])
             for mi, ni, e in ACCS:
                 acc[mi, ni, e] = 0.0
 
@@ -219,7 +241,7 @@ def build_script_module(spec: GemmSpec, cfg: MmaConfig):
                     for it in A_ITERS:
                         c = tid + it * THREADS
                         r = c / A_CPR
-                        c8 = (c % A_CPR) * 8
+                        c8 = (c % A_CPR) * CH
                         gm = m0 + (r if A_KM else c8)
                         gk = k0 + (c8 if A_KM else r)
                         ok = gm < M and gk < k_end
@@ -231,7 +253,7 @@ def build_script_module(spec: GemmSpec, cfg: MmaConfig):
                             off = gather_offset(spec.a, bz, gm, gk)
                             cp_async(~sa[st, r, c8], A_PTR + (off if ok else i64(0)), 16, 16 if ok else 0)
                         else:
-                            for e in EIGHT:
+                            for e in CHS:
                                 v: f32 = 0.0
                                 if A_KM:
                                     if gm < M and gk + e < k_end:
@@ -244,7 +266,7 @@ def build_script_module(spec: GemmSpec, cfg: MmaConfig):
                     for it in B_ITERS:
                         c = tid + it * THREADS
                         r = c / B_CPR
-                        c8 = (c % B_CPR) * 8
+                        c8 = (c % B_CPR) * CH
                         gn = n0 + (r if B_KM else c8)
                         gk = k0 + (c8 if B_KM else r)
                         ok = gn < N and gk < k_end
@@ -256,7 +278,7 @@ def build_script_module(spec: GemmSpec, cfg: MmaConfig):
                             off = gather_offset(spec.b, bz, gn, gk)
                             cp_async(~sb[st, r, c8], B_PTR + (off if ok else i64(0)), 16, 16 if ok else 0)
                         else:
-                            for e in EIGHT:
+                            for e in CHS:
                                 v: f32 = 0.0
                                 if B_KM:
                                     if gn < N and gk + e < k_end:
@@ -269,13 +291,26 @@ def build_script_module(spec: GemmSpec, cfg: MmaConfig):
                 if kt == -1:
                     cp_async_wait_group(S - 2)
                     syncthreads()
-                    for mi in MTS:
+                    if TF32:  # fragments element by element (A[g|g+8, t|t+4], B[t|t+4, g])
+                        for mi in MTS:
+                            for q, dm, dk in A_TF32:
+                                if A_KM:
+                                    af[0, mi, q] = sa[0, wm0 + mi * 16 + fg + dm, ft + dk]
+                                else:
+                                    af[0, mi, q] = sa[0, ft + dk, wm0 + mi * 16 + fg + dm]
+                        for ni in NTS:
+                            for q, dk in B_TF32:
+                                if B_KM:
+                                    bf[0, ni, q] = sb[0, wn0 + ni * 8 + fg, ft + dk]
+                                else:
+                                    bf[0, ni, q] = sb[0, ft + dk, wn0 + ni * 8 + fg]
+                    for mi in LD_MTS:
                         if A_KM:
                             ldmatrix(~af[0, mi, 0], ~sa[0, wm0 + mi * 16 + lane % 16, lane / 16 * 8], 4)
                         else:
                             ldmatrix(~af[0, mi, 0], ~sa[0, lane % 8 + lane / 16 * 8, wm0 + mi * 16 + lane / 8 % 2 * 8],
                                      4, True)
-                    for nj in NT2S:
+                    for nj in LD_NT2S:
                         if B_KM:
                             ldmatrix(~bf[0, 2 * nj, 0], ~sb[0, wn0 + nj * 16 + lane / 16 * 8 + lane % 8,
                                                             lane / 8 % 2 * 8], 4)
@@ -289,15 +324,28 @@ def build_script_module(spec: GemmSpec, cfg: MmaConfig):
                             cp_async_wait_group(S - 2)
                             syncthreads()
                         ls = (kt + 1) % S if ks == len(KSTEPS) - 1 else kt % S
-                        lk = 0 if ks == len(KSTEPS) - 1 else (ks + 1) * 16
+                        lk = 0 if ks == len(KSTEPS) - 1 else (ks + 1) * KSTEP
                         nb = (ks + 1) % 2
-                        for mi in MTS:
+                        if TF32:
+                            for mi in MTS:
+                                for q, dm, dk in A_TF32:
+                                    if A_KM:
+                                        af[nb, mi, q] = sa[ls, wm0 + mi * 16 + fg + dm, lk + ft + dk]
+                                    else:
+                                        af[nb, mi, q] = sa[ls, lk + ft + dk, wm0 + mi * 16 + fg + dm]
+                            for ni in NTS:
+                                for q, dk in B_TF32:
+                                    if B_KM:
+                                        bf[nb, ni, q] = sb[ls, wn0 + ni * 8 + fg, lk + ft + dk]
+                                    else:
+                                        bf[nb, ni, q] = sb[ls, lk + ft + dk, wn0 + ni * 8 + fg]
+                        for mi in LD_MTS:
                             if A_KM:
                                 ldmatrix(~af[nb, mi, 0], ~sa[ls, wm0 + mi * 16 + lane % 16, lk + lane / 16 * 8], 4)
                             else:
                                 ldmatrix(~af[nb, mi, 0], ~sa[ls, lk + lane % 8 + lane / 16 * 8,
                                                              wm0 + mi * 16 + lane / 8 % 2 * 8], 4, True)
-                        for nj in NT2S:
+                        for nj in LD_NT2S:
                             if B_KM:
                                 ldmatrix(~bf[nb, 2 * nj, 0], ~sb[ls, wn0 + nj * 16 + lane / 16 * 8 + lane % 8,
                                                                  lk + lane / 8 % 2 * 8], 4)
@@ -306,7 +354,7 @@ def build_script_module(spec: GemmSpec, cfg: MmaConfig):
                                          4, True)
                         for mi in MTS:
                             for ni in NTS:
-                                mma_sync(~af[ks % 2, mi, 0], ~bf[ks % 2, ni, 0], ~acc[mi, ni, 0])
+                                mma_sync(~af[ks % 2, mi, 0], ~bf[ks % 2, ni, 0], ~acc[mi, ni, 0], MMA_SHAPE)
             cp_async_wait_all()
 
             if SPLIT > 1:
