@@ -135,14 +135,15 @@ def _informative_random_weights(model):
     return model.eval()
 
 
+@pytest.mark.parametrize('batch', [1, 8])
 @pytest.mark.parametrize('dtype', [torch.float32, torch.float16])
 @pytest.mark.parametrize('name', VISION)
-def test_torchvision(name, dtype):
+def test_torchvision(name, dtype, batch):
     torchvision = pytest.importorskip('torchvision')
     torch.manual_seed(0)
     model = _informative_random_weights(getattr(torchvision.models, name)(weights=None))
     # resnet18 in float16 keeps the seed's element-wise check against eager (rtol = atol = 2e-2)
-    _check(model, [torch.randn(1, 3, 224, 224)], dtype,
+    _check(model, [torch.randn(batch, 3, 224, 224)], dtype,
            against_float32=dtype == torch.float16 and name != 'resnet18')
 
 
@@ -159,13 +160,14 @@ def _transformers_model(name):
     return tf.LlamaModel(cfg)
 
 
+@pytest.mark.parametrize('batch', [1, 8])
 @pytest.mark.parametrize('dtype', [torch.float32, torch.float16])
 @pytest.mark.parametrize('name', ['bert', 'gpt2', 'llama'])
-def test_transformers(name, dtype):
+def test_transformers(name, dtype, batch):
     torch.manual_seed(0)
     model = _transformers_model(name)
     model.config.return_dict = False
-    ids = torch.randint(0, 1000, (2, 16))
+    ids = torch.randint(0, 1000, (batch, 16))
 
     class LastHidden(nn.Module):
         def __init__(self, m):
