@@ -28,18 +28,6 @@ def _run_c_example(tmp_path, device: str) -> str:
     return subprocess.run([exe, device], capture_output=True, text=True, check=True).stdout
 
 
-@pytest.fixture(scope='module')
-def examples_build(tmp_path_factory) -> str:
-    """examples/cpp built as a standalone CMake project against the installed package."""
-    cmake_dir = subprocess.run([sys.executable, '-m', 'hidet', '--cmake-dir'], capture_output=True, text=True,
-                               check=True).stdout.strip()
-    build = tmp_path_factory.mktemp('examples') / 'build'
-    subprocess.run(['cmake', '-S', os.path.join(ROOT, 'examples', 'cpp'), '-B', str(build), f'-Dhidet_DIR={cmake_dir}'],
-                   check=True, capture_output=True)
-    subprocess.run(['cmake', '--build', str(build), '-j', '2'], check=True, capture_output=True)
-    return str(build)
-
-
 def test_cmake_package_builds_the_examples(examples_build):
     out = subprocess.run([os.path.join(examples_build, 'runtime_info'), 'cpu'], capture_output=True, text=True,
                          check=True).stdout

@@ -122,11 +122,31 @@ void bind_graph(py::module_& m) {
       .def(
           "run",
           [](const Graph& g, const std::vector<uintptr_t>& inputs, const std::vector<uintptr_t>& outputs,
-             uintptr_t stream) {
-            run_with([&](auto... args) { return hidet_graph_run(g.handle, args...); }, inputs, outputs, stream);
+             uintptr_t stream, const std::vector<int64_t>& symbols) {
+            run_with(
+                [&](auto... args) {
+                  return hidet_graph_run_dims(g.handle, symbols.data(), static_cast<int32_t>(symbols.size()), args...);
+                },
+                inputs, outputs, stream);
           },
           py::arg("input_addrs"), py::arg("output_addrs"), py::arg("stream") = 0,
-          "Run on the buffers at the given addresses, enqueued on `stream` (CPU graphs run synchronously).")
+          py::arg("symbols") = std::vector<int64_t>{},
+          "Run on the buffers at the given addresses, enqueued on `stream` (CPU graphs run synchronously); "
+          "`symbols`: the values of the graph's symbolic dimensions.")
+      .def_property_readonly(
+          "symbols",
+          [](const Graph& g) {
+            int32_t n = 0;
+            check(hidet_graph_num_symbols(g.handle, &n));
+            std::vector<std::string> names;
+            for (int32_t i = 0; i < n; ++i) {
+              const char* name = nullptr;
+              check(hidet_graph_symbol_name(g.handle, i, &name));
+              names.emplace_back(name);
+            }
+            return names;
+          },
+          "Names of the symbolic dimensions, in the order run() takes their values.")
       .def(
           "cuda_graph",
           [](const Graph& g) {

@@ -16,7 +16,8 @@ namespace artifact {
 
 constexpr char kMagic[8] = {'H', 'I', 'D', 'E', 'T', 'A', 'R', 'T'};
 constexpr uint32_t kContainerVersion = 1;
-constexpr int64_t kFormatVersion = 1;
+constexpr int64_t kFormatVersion = 2;     // written for graphs with symbolic dimensions
+constexpr int64_t kMinFormatVersion = 1;  // static graphs are still written as version 1
 constexpr uint64_t kEntryAlignment = 64;
 constexpr uint64_t kWeightAlignment = 64;
 constexpr uint64_t kArenaAlignment = 256;
@@ -53,12 +54,34 @@ class Container {
 
 enum class StorageKind { Input, Output, Weight, Arena };
 
+// One dimension of a shape: a constant, or (format version 2) an expression over the manifest's
+// symbols in postfix form, e.g. batch * 8 as [symbol 0, const 8, op '*']. Division and modulo
+// truncate, as C does (the kernels compute shapes the same way).
+struct Dim {
+  enum Kind : uint8_t { Const, Symbol, Op };
+  struct Token {
+    Kind kind;
+    int64_t value;  // Const: the value; Symbol: its index in Manifest::symbols; Op: '+', '-', '*', '/' or '%'
+  };
+  std::vector<Token> postfix;
+
+  bool is_static() const { return postfix.size() == 1 && postfix[0].kind == Const; }
+  // The value for symbol values `symbols`; throws hidet::Error on a division by zero.
+  int64_t eval(const std::vector<int64_t>& symbols) const;
+};
+
 struct TensorSpec {
   std::string dtype;
-  std::vector<int64_t> shape;
+  std::vector<int64_t> shape;  // -1 where a dimension is symbolic
+  std::vector<Dim> dims;       // every dimension, static or not
+  bool symbolic = false;       // some dimension depends on symbols
   StorageKind storage = StorageKind::Arena;
-  uint64_t offset = 0;  // weight: in weights.bin; arena: in the arena
-  uint64_t nbytes = 0;
+  uint64_t offset = 0;  // weight: in weights.bin; arena (static graphs): in the arena
+  uint64_t nbytes = 0;  // static tensors; symbolic ones: nbytes_at(symbols)
+  uint64_t itemsize = 0;
+
+  std::vector<int64_t> shape_at(const std::vector<int64_t>& symbols) const;
+  uint64_t nbytes_at(const std::vector<int64_t>& symbols) const;  // throws for negative or huge shapes
 };
 
 struct IoSpec {
@@ -78,6 +101,7 @@ struct Instruction {
   int32_t kernel = -1;
   std::vector<int32_t> inputs;
   std::vector<int32_t> outputs;
+  std::vector<int32_t> dims;  // the kernel's `dims` argument: these symbols' values (indices into symbols)
 };
 
 struct Manifest {
@@ -89,8 +113,11 @@ struct Manifest {
   std::vector<TensorSpec> tensors;
   std::vector<KernelSpec> kernels;
   std::vector<Instruction> instructions;
-  uint64_t arena_nbytes = 0;
+  std::vector<std::string> symbols;  // names of the symbolic dimensions (format version 2)
+  uint64_t arena_nbytes = 0;         // static graphs; symbolic ones plan their arena per set of symbol values
   uint64_t weights_nbytes = 0;
+
+  bool symbolic() const { return !symbols.empty(); }
 };
 
 // Bytes of one element of a dtype named as hidet names it; 0 for an unknown name.

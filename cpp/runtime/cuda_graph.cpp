@@ -27,6 +27,8 @@ CudaGraph::CudaGraph(std::shared_ptr<Graph> graph) : graph_(std::move(graph)) {
   const Graph& g = *graph_;
   HIDET_CHECK(g.device().is_cuda(), "artifact ", g.source(), " was built for the CPU; CUDA graphs need a graph built ",
               "for CUDA");
+  HIDET_CHECK(!g.manifest().symbolic(), "artifact ", g.source(), " has symbolic dimensions; a CUDA graph is captured "
+              "for one shape: run it with hidet_graph_run_tensors (per-shape capture is not supported yet)");
   const Device device = g.device();
   const artifact::Manifest& m = g.manifest();
   cuda::set_device(device.index);
@@ -50,7 +52,7 @@ CudaGraph::CudaGraph(std::shared_ptr<Graph> graph) : graph_(std::move(graph)) {
 
   cuda::stream_begin_capture(s);
   try {
-    g.execute(in_ptrs.data(), out_ptrs.data(), arena_ ? arena_->ptr() : nullptr, s);
+    g.execute(in_ptrs.data(), out_ptrs.data(), arena_ ? arena_->ptr() : nullptr, s, g.static_plan());
   } catch (...) {
     try {  // end the (invalidated) capture, so the stream can be destroyed
       void* broken = cuda::stream_end_capture(s);
@@ -80,7 +82,7 @@ CudaGraph::~CudaGraph() {
 
 void CudaGraph::run(const void* const* inputs, int32_t num_inputs, void* const* outputs, int32_t num_outputs,
                     void* stream) {
-  graph_->check_buffers(inputs, num_inputs, outputs, num_outputs);
+  graph_->check_buffers(inputs, num_inputs, outputs, num_outputs, graph_->static_plan());
   const artifact::Manifest& m = graph_->manifest();
   cuda::set_device(graph_->device().index);
   std::lock_guard<std::mutex> lock(mutex_);

@@ -6,6 +6,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -171,7 +172,119 @@ std::shared_ptr<Graph> Graph::load(const artifact::Container& container, int32_t
   }
   g->load_kernels(container);
   g->load_weights(container);
+  if (!m.symbolic()) {
+    auto plan = std::make_shared<Plan>();
+    for (const auto& t : m.tensors) {
+      plan->offsets.push_back(t.offset);
+      plan->nbytes.push_back(t.nbytes);
+    }
+    plan->arena_nbytes = m.arena_nbytes;
+    g->static_plan_ = std::move(plan);
+  }
   return g;
+}
+
+namespace {
+
+constexpr uint64_t kArenaAlign = artifact::kArenaAlignment;
+
+uint64_t arena_size(uint64_t nbytes) { return std::max(kArenaAlign, (nbytes + kArenaAlign - 1) / kArenaAlign * kArenaAlign); }
+
+// First fit over coalesced free ranges (hidet/drivers/build_graph.py MemoryPlanner, in C++).
+class ArenaPlanner {
+ public:
+  uint64_t allocate(uint64_t nbytes) {
+    uint64_t size = arena_size(nbytes);
+    for (size_t i = 0; i < free_.size(); ++i) {
+      if (free_[i].second < size) continue;
+      uint64_t offset = free_[i].first;
+      if (free_[i].second > size) {
+        free_[i] = {offset + size, free_[i].second - size};
+      } else {
+        free_.erase(free_.begin() + static_cast<std::ptrdiff_t>(i));
+      }
+      return offset;
+    }
+    uint64_t offset = end_;
+    if (!free_.empty() && free_.back().first + free_.back().second == end_) {  // grow the trailing free range
+      offset = free_.back().first;
+      free_.pop_back();
+    }
+    end_ = offset + size;
+    return offset;
+  }
+  void release(uint64_t offset, uint64_t nbytes) {
+    free_.push_back({offset, arena_size(nbytes)});
+    std::sort(free_.begin(), free_.end());
+    std::vector<std::pair<uint64_t, uint64_t>> merged;
+    for (const auto& f : free_) {
+      if (!merged.empty() && merged.back().first + merged.back().second == f.first) merged.back().second += f.second;
+      else merged.push_back(f);
+    }
+    free_ = std::move(merged);
+  }
+  uint64_t end() const { return end_; }
+
+ private:
+  std::vector<std::pair<uint64_t, uint64_t>> free_;  // (offset, size), sorted
+  uint64_t end_ = 0;
+};
+
+constexpr size_t kMaxPlans = 64;  // distinct symbol values whose plans are kept
+
+}  // namespace
+
+std::shared_ptr<const Graph::Plan> Graph::plan(const std::vector<int64_t>& symbols) {
+  const auto& m = manifest_;
+  if (!m.symbolic()) {
+    HIDET_CHECK(symbols.empty(), "the graph has no symbolic dimensions, got ", symbols.size(), " value(s)");
+    return static_plan_;
+  }
+  HIDET_CHECK(symbols.size() == m.symbols.size(), "the graph has ", m.symbols.size(), " symbolic dimension(s) (",
+              [&] {
+                std::string s;
+                for (const auto& n : m.symbols) s += (s.empty() ? "" : ", ") + n;
+                return s;
+              }(),
+              "), got ", symbols.size(), " value(s); give their values (hidet_graph_run_dims), or run on ",
+              "tensors (hidet_graph_run_tensors), whose shapes give them");
+  for (size_t i = 0; i < symbols.size(); ++i) {
+    HIDET_CHECK(symbols[i] >= 0, "symbol '", m.symbols[i], "' = ", symbols[i], " is negative");
+  }
+  {
+    std::lock_guard<std::mutex> lock(plans_mutex_);
+    auto it = plans_.find(symbols);
+    if (it != plans_.end()) return it->second;
+  }
+  auto plan = std::make_shared<Plan>();
+  plan->symbols = symbols;
+  plan->offsets.assign(m.tensors.size(), 0);
+  for (const auto& t : m.tensors) plan->nbytes.push_back(t.nbytes_at(symbols));
+  // lifetimes: from the first instruction writing a tensor to the last one touching it
+  std::vector<int64_t> first(m.tensors.size(), -1), last(m.tensors.size(), -1);
+  for (size_t i = 0; i < m.instructions.size(); ++i) {
+    const auto& inst = m.instructions[i];
+    for (int32_t t : inst.outputs) {
+      if (first[t] < 0) first[t] = static_cast<int64_t>(i);
+      last[t] = static_cast<int64_t>(i);
+    }
+    for (int32_t t : inst.inputs) last[t] = static_cast<int64_t>(i);
+  }
+  ArenaPlanner planner;
+  std::vector<std::vector<int32_t>> frees(m.instructions.size());
+  for (size_t i = 0; i < m.instructions.size(); ++i) {
+    for (int32_t t : m.instructions[i].outputs) {
+      if (m.tensors[t].storage != artifact::StorageKind::Arena || first[t] != static_cast<int64_t>(i)) continue;
+      plan->offsets[t] = planner.allocate(plan->nbytes[t]);
+      frees[last[t]].push_back(t);
+    }
+    for (int32_t t : frees[i]) planner.release(plan->offsets[t], plan->nbytes[t]);
+  }
+  plan->arena_nbytes = planner.end();
+  std::lock_guard<std::mutex> lock(plans_mutex_);
+  if (plans_.size() >= kMaxPlans) plans_.clear();
+  plans_[symbols] = plan;
+  return plan;
 }
 
 Graph::~Graph() {
@@ -191,7 +304,7 @@ std::string Graph::where(size_t i) const {
 }
 
 void Graph::check_buffers(const void* const* inputs, int32_t num_inputs, void* const* outputs,
-                          int32_t num_outputs) const {
+                          int32_t num_outputs, const Plan& plan) const {
   auto describe = [](const std::vector<artifact::IoSpec>& list) {
     std::string s;
     for (const auto& io : list) s += (s.empty() ? "" : ", ") + io.name;
@@ -206,16 +319,17 @@ void Graph::check_buffers(const void* const* inputs, int32_t num_inputs, void* c
   HIDET_CHECK(outputs != nullptr || num_outputs == 0, "the array of outputs is NULL");
   // A NULL pointer is fine for an empty tensor (torch gives empty tensors no memory).
   for (int32_t i = 0; i < num_inputs; ++i) {
-    HIDET_CHECK(inputs[i] != nullptr || m.tensors[m.inputs[i].tensor].nbytes == 0, "input ", i, " ('",
+    HIDET_CHECK(inputs[i] != nullptr || plan.nbytes[m.inputs[i].tensor] == 0, "input ", i, " ('",
                 m.inputs[i].name, "'): null pointer");
   }
   for (int32_t i = 0; i < num_outputs; ++i) {
-    HIDET_CHECK(outputs[i] != nullptr || m.tensors[m.outputs[i].tensor].nbytes == 0, "output ", i, " ('",
+    HIDET_CHECK(outputs[i] != nullptr || plan.nbytes[m.outputs[i].tensor] == 0, "output ", i, " ('",
                 m.outputs[i].name, "'): null pointer");
   }
 }
 
-void Graph::execute(const void* const* inputs, void* const* outputs, void* arena, void* stream) const {
+void Graph::execute(const void* const* inputs, void* const* outputs, void* arena, void* stream,
+                    const Plan& plan) const {
   const auto& m = manifest_;
   std::vector<void*> addrs(m.tensors.size(), nullptr);
   for (size_t i = 0; i < m.inputs.size(); ++i) addrs[m.inputs[i].tensor] = const_cast<void*>(inputs[i]);
@@ -225,22 +339,30 @@ void Graph::execute(const void* const* inputs, void* const* outputs, void* arena
     if (spec.storage == artifact::StorageKind::Weight && weights_) {
       addrs[t] = static_cast<uint8_t*>(weights_->ptr()) + spec.offset;
     } else if (spec.storage == artifact::StorageKind::Arena && arena != nullptr) {
-      addrs[t] = static_cast<uint8_t*>(arena) + spec.offset;
+      addrs[t] = static_cast<uint8_t*>(arena) + plan.offsets[t];
     }
   }
   std::vector<void*> buffers;
+  std::vector<int64_t> dims;
   for (size_t i = 0; i < m.instructions.size(); ++i) {
     const artifact::Instruction& inst = m.instructions[i];
     try {
       if (inst.kernel < 0) {
-        uint64_t nbytes = m.tensors[inst.inputs[0]].nbytes;
+        uint64_t nbytes = plan.nbytes[inst.inputs[0]];
         copy_bytes(addrs[inst.outputs[0]], device_, addrs[inst.inputs[0]], device_, nbytes, stream);
         continue;
       }
       buffers.clear();
       for (int32_t t : inst.inputs) buffers.push_back(addrs[t]);
       for (int32_t t : inst.outputs) buffers.push_back(addrs[t]);
-      kernels_[inst.kernel].launch(buffers.data(), static_cast<int32_t>(buffers.size()), nullptr, 0, stream);
+      // an instruction with an empty output does not run (the builder leaves static ones out)
+      bool empty = false;
+      for (int32_t t : inst.outputs) empty = empty || plan.nbytes[t] == 0;
+      if (empty && m.symbolic()) continue;
+      dims.clear();
+      for (int32_t d : inst.dims) dims.push_back(plan.symbols[d]);
+      kernels_[inst.kernel].launch(buffers.data(), static_cast<int32_t>(buffers.size()),
+                                   dims.empty() ? nullptr : dims.data(), static_cast<int32_t>(dims.size()), stream);
     } catch (const std::exception& e) {
       throw Error(str_cat(where(i), ": ", e.what()));
     }
@@ -250,36 +372,42 @@ void Graph::execute(const void* const* inputs, void* const* outputs, void* arena
 Graph::Arena& Graph::cuda_arena(void* stream) {
   std::lock_guard<std::mutex> lock(arenas_mutex_);
   std::unique_ptr<Arena>& arena = cuda_arenas_[stream];
-  if (!arena) {
-    auto fresh = std::make_unique<Arena>();
-    // Keyed by the stream in the pool as well: its blocks are reused only by work on this stream.
-    if (manifest_.arena_nbytes > 0) fresh->storage = Storage::allocate(device_, manifest_.arena_nbytes, stream);
-    arena = std::move(fresh);
-  }
+  if (!arena) arena = std::make_unique<Arena>();
   return *arena;
 }
 
 void Graph::run(const void* const* inputs, int32_t num_inputs, void* const* outputs, int32_t num_outputs,
-                void* stream) {
-  check_buffers(inputs, num_inputs, outputs, num_outputs);
+                void* stream, const std::vector<int64_t>& symbols) {
+  std::shared_ptr<const Plan> p = plan(symbols);
+  check_buffers(inputs, num_inputs, outputs, num_outputs, *p);
+  uint64_t need = p->arena_nbytes;
   if (device_.is_cuda()) {
     cuda::set_device(device_.index);  // kernels launch into the current context
     Arena& arena = cuda_arena(stream);
     std::lock_guard<std::mutex> lock(arena.mutex);
-    execute(inputs, outputs, arena.storage ? arena.storage->ptr() : nullptr, stream);
+    // Keyed by the stream in the pool as well: its blocks are reused only by work on this stream, so
+    // replacing a too-small arena is ordered after the work that used it.
+    if (need > 0 && (!arena.storage || arena.storage->nbytes() < need)) {
+      arena.storage.reset();
+      arena.storage = Storage::allocate(device_, need, stream);
+    }
+    execute(inputs, outputs, arena.storage ? arena.storage->ptr() : nullptr, stream, *p);
     return;
   }
-  // CPU: take an idle arena (or a new one) for the duration of this synchronous run.
+  // CPU: take an idle arena large enough (or a new one) for the duration of this synchronous run.
   std::shared_ptr<Storage> arena;
-  if (manifest_.arena_nbytes > 0) {
+  if (need > 0) {
     {
       std::lock_guard<std::mutex> lock(arenas_mutex_);
-      if (!cpu_free_arenas_.empty()) {
-        arena = std::move(cpu_free_arenas_.back());
-        cpu_free_arenas_.pop_back();
+      for (size_t i = 0; i < cpu_free_arenas_.size(); ++i) {
+        if (cpu_free_arenas_[i]->nbytes() >= need) {
+          arena = std::move(cpu_free_arenas_[i]);
+          cpu_free_arenas_.erase(cpu_free_arenas_.begin() + static_cast<std::ptrdiff_t>(i));
+          break;
+        }
       }
     }
-    if (!arena) arena = Storage::allocate(device_, manifest_.arena_nbytes);
+    if (!arena) arena = Storage::allocate(device_, need);
   }
   struct GiveBack {  // returns the arena even when a kernel fails
     Graph* g;
@@ -288,9 +416,10 @@ void Graph::run(const void* const* inputs, int32_t num_inputs, void* const* outp
       if (!arena) return;
       std::lock_guard<std::mutex> lock(g->arenas_mutex_);
       g->cpu_free_arenas_.push_back(std::move(arena));
+      if (g->cpu_free_arenas_.size() > 8) g->cpu_free_arenas_.erase(g->cpu_free_arenas_.begin());  // oldest
     }
   } give_back{this, arena};
-  execute(inputs, outputs, arena ? arena->ptr() : nullptr, stream);
+  execute(inputs, outputs, arena ? arena->ptr() : nullptr, stream, *p);
 }
 
 }  // namespace hidet

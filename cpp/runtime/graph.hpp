@@ -3,7 +3,8 @@
 // hidet_graph_* functions of runtime.h.
 //
 // Thread safety: run() may be called from several threads at once. Intermediates live in an arena
-// of manifest().arena_nbytes bytes:
+// of manifest().arena_nbytes bytes (symbolic graphs: of the size their plan for the run's symbol
+// values needs; an arena too small for a run is replaced by a larger one):
 //  - CUDA: one arena per stream, created on the first run on that stream and kept until the graph
 //    is destroyed. Work on one stream is ordered, so successive runs on a stream may share its
 //    arena; runs on two streams never share one. Host threads that enqueue on the same stream at
@@ -38,14 +39,30 @@ class Graph {
   Device device() const { return device_; }
   const std::string& source() const { return source_; }
 
+  // Where the tensors of one set of symbol values live: arena offsets and sizes (static graphs: the
+  // manifest's; symbolic ones: planned first-fit over the tensors' lifetimes, as the Python builder
+  // plans static graphs).
+  struct Plan {
+    std::vector<int64_t> symbols;
+    std::vector<uint64_t> offsets, nbytes;  // by tensor id (offsets: arena tensors)
+    uint64_t arena_nbytes = 0;
+  };
+
   // Check the caller's buffers (counts, NULL pointers of non-empty tensors), then enqueue every
-  // instruction on `stream` (CPU: run them now).
-  void run(const void* const* inputs, int32_t num_inputs, void* const* outputs, int32_t num_outputs, void* stream);
-  void check_buffers(const void* const* inputs, int32_t num_inputs, void* const* outputs, int32_t num_outputs) const;
+  // instruction on `stream` (CPU: run them now). `symbols`: the values of the graph's symbolic
+  // dimensions, in the order of manifest().symbols (empty for a static graph).
+  void run(const void* const* inputs, int32_t num_inputs, void* const* outputs, int32_t num_outputs, void* stream,
+           const std::vector<int64_t>& symbols = {});
+  void check_buffers(const void* const* inputs, int32_t num_inputs, void* const* outputs, int32_t num_outputs,
+                     const Plan& plan) const;
+
+  // The plan for these symbol values (checked: count, not negative), cached per distinct values.
+  std::shared_ptr<const Plan> plan(const std::vector<int64_t>& symbols);
 
   // Enqueue the instructions with the given input/output/arena addresses (no checks, no locks):
   // the building block of run() and of CUDA graph capture.
-  void execute(const void* const* inputs, void* const* outputs, void* arena, void* stream) const;
+  void execute(const void* const* inputs, void* const* outputs, void* arena, void* stream, const Plan& plan) const;
+  const Plan& static_plan() const { return *static_plan_; }
 
  private:
   struct Arena {
@@ -70,6 +87,9 @@ class Graph {
   std::mutex arenas_mutex_;
   std::map<void*, std::unique_ptr<Arena>> cuda_arenas_;      // by stream
   std::vector<std::shared_ptr<Storage>> cpu_free_arenas_;  // idle CPU arenas
+  std::shared_ptr<const Plan> static_plan_;                 // the manifest's own layout (static graphs)
+  std::mutex plans_mutex_;
+  std::map<std::vector<int64_t>, std::shared_ptr<const Plan>> plans_;  // by symbol values (bounded)
 };
 
 // A CUDA graph captured from a Graph: static input, output and arena buffers, captured once on a

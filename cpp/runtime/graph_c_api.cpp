@@ -1,4 +1,5 @@
 // The C API of compiled graphs (runtime.h, "compiled graphs"): thin wrappers over graph.hpp.
+#include <algorithm>
 #include <memory>
 #include <string>
 #include <vector>
@@ -32,12 +33,19 @@ void fill_info(const hidet::Graph& g, const std::vector<hidet::artifact::IoSpec>
 }
 
 // Check DLPack inputs and outputs against `g`, then run `runner` (the graph or its CUDA graph) on them.
-template <typename Runner>
-void run_checked(const hidet::Graph& g, Runner& runner, const DLTensor* inputs, int32_t num_inputs,
-                 const DLTensor* outputs, int32_t num_outputs, void* stream) {
-  std::vector<void*> in = hidet::checked_data(g, inputs, num_inputs, false);
-  std::vector<void*> out = hidet::checked_data(g, outputs, num_outputs, true);
-  runner.run(in.data(), num_inputs, out.data(), num_outputs, stream);
+void run_checked(hidet::Graph& g, const DLTensor* inputs, int32_t num_inputs, const DLTensor* outputs,
+                 int32_t num_outputs, void* stream) {
+  std::vector<int64_t> symbols = hidet::bind_symbols(g, inputs, num_inputs);
+  std::vector<void*> in = hidet::checked_data(g, inputs, num_inputs, false, symbols);
+  std::vector<void*> out = hidet::checked_data(g, outputs, num_outputs, true, symbols);
+  g.run(in.data(), num_inputs, out.data(), num_outputs, stream, symbols);
+}
+
+void run_checked(hidet::CudaGraph& cg, const DLTensor* inputs, int32_t num_inputs, const DLTensor* outputs,
+                 int32_t num_outputs, void* stream) {
+  std::vector<void*> in = hidet::checked_data(cg.graph(), inputs, num_inputs, false);
+  std::vector<void*> out = hidet::checked_data(cg.graph(), outputs, num_outputs, true);
+  cg.run(in.data(), num_inputs, out.data(), num_outputs, stream);
 }
 
 }  // namespace
@@ -127,11 +135,58 @@ int hidet_graph_run(HidetGraphHandle graph, const void* const* inputs, int32_t n
   API_END();
 }
 
+int hidet_graph_num_symbols(HidetGraphHandle graph, int32_t* out_num_symbols) {
+  API_BEGIN();
+  CHECK_NOT_NULL(graph);
+  CHECK_NOT_NULL(out_num_symbols);
+  *out_num_symbols = static_cast<int32_t>(graph->graph->manifest().symbols.size());
+  API_END();
+}
+
+int hidet_graph_symbol_name(HidetGraphHandle graph, int32_t index, const char** out_name) {
+  API_BEGIN();
+  CHECK_NOT_NULL(graph);
+  CHECK_NOT_NULL(out_name);
+  const auto& symbols = graph->graph->manifest().symbols;
+  HIDET_CHECK(index >= 0 && index < static_cast<int32_t>(symbols.size()), "symbol index ", index,
+              " is out of range: the graph has ", symbols.size(), " symbolic dimension(s)");
+  *out_name = symbols[index].c_str();
+  API_END();
+}
+
+int hidet_graph_shape_at(HidetGraphHandle graph, int32_t is_output, int32_t index, const int64_t* symbols,
+                         int32_t num_symbols, int64_t* out_shape) {
+  API_BEGIN();
+  CHECK_NOT_NULL(graph);
+  CHECK_NOT_NULL(out_shape);
+  HIDET_CHECK(symbols != nullptr || num_symbols == 0, "the array of symbol values is NULL");
+  const auto& m = graph->graph->manifest();
+  const auto& list = is_output ? m.outputs : m.inputs;
+  HIDET_CHECK(index >= 0 && index < static_cast<int32_t>(list.size()), is_output ? "output" : "input", " index ",
+              index, " is out of range: the graph has ", list.size());
+  std::vector<int64_t> values(symbols, symbols + num_symbols);
+  graph->graph->plan(values);  // checks the count and the values
+  std::vector<int64_t> shape = m.tensors[list[index].tensor].shape_at(values);
+  std::copy(shape.begin(), shape.end(), out_shape);
+  API_END();
+}
+
+int hidet_graph_run_dims(HidetGraphHandle graph, const int64_t* symbols, int32_t num_symbols,
+                         const void* const* inputs, int32_t num_inputs, void* const* outputs, int32_t num_outputs,
+                         HidetStream stream) {
+  API_BEGIN();
+  CHECK_NOT_NULL(graph);
+  HIDET_CHECK(symbols != nullptr || num_symbols == 0, "the array of symbol values is NULL");
+  graph->graph->run(inputs, num_inputs, outputs, num_outputs, stream,
+                    std::vector<int64_t>(symbols, symbols + num_symbols));
+  API_END();
+}
+
 int hidet_graph_run_tensors(HidetGraphHandle graph, const DLTensor* inputs, int32_t num_inputs,
                             const DLTensor* outputs, int32_t num_outputs, HidetStream stream) {
   API_BEGIN();
   CHECK_NOT_NULL(graph);
-  run_checked(*graph->graph, *graph->graph, inputs, num_inputs, outputs, num_outputs, stream);
+  run_checked(*graph->graph, inputs, num_inputs, outputs, num_outputs, stream);
   API_END();
 }
 
@@ -141,18 +196,19 @@ int hidet_graph_run_alloc(HidetGraphHandle graph, const DLTensor* inputs, int32_
   API_BEGIN();
   CHECK_NOT_NULL(graph);
   CHECK_NOT_NULL(out_outputs);
-  const hidet::Graph& g = *graph->graph;
+  hidet::Graph& g = *graph->graph;
   for (int32_t i = 0; i < num_outputs; ++i) out_outputs[i] = nullptr;
-  std::vector<void*> in = hidet::checked_data(g, inputs, num_inputs, false);
+  std::vector<int64_t> symbols = hidet::bind_symbols(g, inputs, num_inputs);
+  std::vector<void*> in = hidet::checked_data(g, inputs, num_inputs, false, symbols);
   HIDET_CHECK(num_outputs == static_cast<int32_t>(g.manifest().outputs.size()), "the graph has ",
               g.manifest().outputs.size(), " output(s), got room for ", num_outputs);
   try {
     std::vector<void*> out;
     for (int32_t i = 0; i < num_outputs; ++i) {
-      allocated.push_back(hidet::allocate_output(g, i, stream));
+      allocated.push_back(hidet::allocate_output(g, i, stream, symbols));
       out.push_back(allocated.back()->dl_tensor.data);
     }
-    graph->graph->run(in.data(), num_inputs, out.data(), num_outputs, stream);
+    g.run(in.data(), num_inputs, out.data(), num_outputs, stream, symbols);
   } catch (...) {
     for (DLManagedTensor* t : allocated) t->deleter(t);
     throw;
@@ -181,8 +237,7 @@ int hidet_cuda_graph_run_tensors(HidetCudaGraphHandle cuda_graph, const DLTensor
                                  const DLTensor* outputs, int32_t num_outputs, HidetStream stream) {
   API_BEGIN();
   CHECK_NOT_NULL(cuda_graph);
-  run_checked(cuda_graph->cuda_graph->graph(), *cuda_graph->cuda_graph, inputs, num_inputs, outputs, num_outputs,
-              stream);
+  run_checked(*cuda_graph->cuda_graph, inputs, num_inputs, outputs, num_outputs, stream);
   API_END();
 }
 

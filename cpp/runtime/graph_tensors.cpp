@@ -49,6 +49,14 @@ struct OutputContext {  // DLManagedTensor::manager_ctx of a runtime-allocated o
   std::vector<int64_t> shape;
 };
 
+std::string symbols_str(const artifact::Manifest& m, const std::vector<int64_t>& values) {
+  std::string s;
+  for (size_t i = 0; i < m.symbols.size() && i < values.size(); ++i) {
+    s += str_cat(i ? ", " : "", m.symbols[i], "=", values[i]);
+  }
+  return s;
+}
+
 }  // namespace
 
 DLDataType dl_dtype(const std::string& dtype) {
@@ -57,7 +65,38 @@ DLDataType dl_dtype(const std::string& dtype) {
   return t;
 }
 
-std::vector<void*> checked_data(const Graph& g, const DLTensor* tensors, int32_t num, bool outputs) {
+std::vector<int64_t> bind_symbols(const Graph& g, const DLTensor* inputs, int32_t num) {
+  const artifact::Manifest& m = g.manifest();
+  if (!m.symbolic()) return {};
+  std::vector<int64_t> values(m.symbols.size(), -1);
+  std::vector<std::string> from(m.symbols.size());
+  for (int32_t i = 0; i < num && i < static_cast<int32_t>(m.inputs.size()) && inputs != nullptr; ++i) {
+    const artifact::TensorSpec& spec = m.tensors[m.inputs[i].tensor];
+    const DLTensor& t = inputs[i];
+    if (t.ndim != static_cast<int32_t>(spec.dims.size()) || t.shape == nullptr) continue;  // checked_data says so
+    for (size_t d = 0; d < spec.dims.size(); ++d) {
+      const auto& postfix = spec.dims[d].postfix;
+      if (postfix.size() != 1 || postfix[0].kind != artifact::Dim::Symbol) continue;
+      size_t s = static_cast<size_t>(postfix[0].value);
+      std::string where = str_cat("input ", i, " ('", m.inputs[i].name, "') dimension ", d);
+      if (values[s] < 0) {
+        values[s] = t.shape[d];
+        from[s] = where;
+      } else {
+        HIDET_CHECK(values[s] == t.shape[d], "symbol '", m.symbols[s], "' is ", values[s], " in ", from[s], " but ",
+                    t.shape[d], " in ", where);
+      }
+    }
+  }
+  for (size_t s = 0; s < values.size(); ++s) {
+    HIDET_CHECK(values[s] >= 0, "symbol '", m.symbols[s], "' is no input's dimension by itself, so the inputs do not "
+                "give its value: pass the values with hidet_graph_run_dims");
+  }
+  return values;
+}
+
+std::vector<void*> checked_data(const Graph& g, const DLTensor* tensors, int32_t num, bool outputs,
+                                const std::vector<int64_t>& symbols) {
   const artifact::Manifest& m = g.manifest();
   const std::vector<artifact::IoSpec>& list = outputs ? m.outputs : m.inputs;
   const char* what = outputs ? "output" : "input";
@@ -79,23 +118,24 @@ std::vector<void*> checked_data(const Graph& g, const DLTensor* tensors, int32_t
                 dl_dtype_str(t.dtype), ", expected ", spec.dtype);
     HIDET_CHECK(t.ndim >= 0 && (t.shape != nullptr || t.ndim == 0), who, ": invalid DLTensor (ndim ", t.ndim,
                 ", shape NULL)");
-    bool same_shape = static_cast<size_t>(t.ndim) == spec.shape.size() &&
-                      (t.ndim == 0 || std::memcmp(t.shape, spec.shape.data(), sizeof(int64_t) * t.ndim) == 0);
-    HIDET_CHECK(same_shape, who, ": shape ", shape_str(t.shape, t.ndim), ", expected ",
-                shape_str(spec.shape.data(), spec.shape.size()));
+    std::vector<int64_t> shape = spec.shape_at(symbols);
+    bool same_shape = static_cast<size_t>(t.ndim) == shape.size() &&
+                      (t.ndim == 0 || std::memcmp(t.shape, shape.data(), sizeof(int64_t) * t.ndim) == 0);
+    HIDET_CHECK(same_shape, who, ": shape ", shape_str(t.shape, t.ndim), ", expected ", shape_str(shape.data(), shape.size()),
+                spec.symbolic ? str_cat(" (at ", symbols_str(m, symbols), ")") : std::string());
     HIDET_CHECK(contiguous(t), who, ": the tensor is not contiguous (strides ", shape_str(t.strides, t.ndim),
                 "); pass a contiguous (row-major) tensor");
-    HIDET_CHECK(t.data != nullptr || spec.nbytes == 0, who, ": null data pointer");
+    HIDET_CHECK(t.data != nullptr || spec.nbytes_at(symbols) == 0, who, ": null data pointer");
     data[i] = t.data == nullptr ? nullptr : static_cast<uint8_t*>(t.data) + t.byte_offset;
   }
   return data;
 }
 
-DLManagedTensor* allocate_output(const Graph& g, int32_t index, void* stream) {
+DLManagedTensor* allocate_output(const Graph& g, int32_t index, void* stream, const std::vector<int64_t>& symbols) {
   const artifact::TensorSpec& spec = g.manifest().tensors[g.manifest().outputs[index].tensor];
   auto ctx = std::make_unique<OutputContext>();
-  ctx->storage = Storage::allocate(g.device(), spec.nbytes, stream);
-  ctx->shape = spec.shape;
+  ctx->storage = Storage::allocate(g.device(), spec.nbytes_at(symbols), stream);
+  ctx->shape = spec.shape_at(symbols);
   auto managed = std::make_unique<DLManagedTensor>();
   DLTensor& t = managed->dl_tensor;
   t.data = ctx->storage->ptr();

@@ -2,6 +2,7 @@
 // completely, so the executor can trust every id, offset and size. Unknown keys are ignored (newer
 // writers may add informational ones); missing or ill-typed known keys are errors naming the path,
 // e.g. "artifact g.hidet: invalid manifest: tensors[3].dtype: unknown dtype 'float8'".
+#include <cctype>
 #include <limits>
 #include <set>
 
@@ -77,24 +78,79 @@ class Reader {
   std::string prefix_;
 };
 
-TensorSpec read_tensor(const Reader& r, const json::Value& v, const std::string& path) {
+// A dimension: an integer, a symbol's name, or (an expression) an array of postfix tokens: integers,
+// symbol names and the operators "+", "-", "*", "/", "%".
+Dim read_dim(const Reader& r, const json::Value& v, const std::string& path, const std::vector<std::string>& symbols) {
+  auto symbol = [&](const std::string& name, const std::string& at) {
+    for (size_t i = 0; i < symbols.size(); ++i) {
+      if (symbols[i] == name) return Dim::Token{Dim::Symbol, static_cast<int64_t>(i)};
+    }
+    if (symbols.empty()) {
+      r.fail(at, str_cat("symbolic dimension '", name, "' needs format version 2 and a \"symbols\" list"));
+    }
+    r.fail(at, str_cat("unknown symbol '", name, "' (not in \"symbols\")"));
+  };
+  Dim d;
+  if (v.is_int()) {
+    d.postfix.push_back({Dim::Const, r.integer(v, path)});
+  } else if (v.is_string()) {
+    d.postfix.push_back(symbol(v.as_string(), path));
+  } else if (v.is_array()) {
+    int depth = 0;
+    const auto& tokens = v.as_array();
+    for (size_t i = 0; i < tokens.size(); ++i) {
+      std::string at = Reader::index(path, i);
+      if (tokens[i].is_int()) {
+        d.postfix.push_back({Dim::Const, tokens[i].as_int()});
+        ++depth;
+      } else if (tokens[i].is_string()) {
+        const std::string& t = tokens[i].as_string();
+        if (t.size() == 1 && std::string("+-*/%").find(t[0]) != std::string::npos) {
+          if (depth < 2) r.fail(at, str_cat("operator '", t, "' lacks an operand"));
+          d.postfix.push_back({Dim::Op, static_cast<int64_t>(t[0])});
+          --depth;
+        } else {
+          d.postfix.push_back(symbol(t, at));
+          ++depth;
+        }
+      } else {
+        r.fail(at, str_cat("expected an integer, a symbol or an operator, got ", json::type_name(tokens[i].type())));
+      }
+    }
+    if (depth != 1) r.fail(path, "the postfix expression does not reduce to one value");
+  } else {
+    r.fail(path, str_cat("expected a dimension (an integer, a symbol or a postfix expression), got ",
+                         json::type_name(v.type())));
+  }
+  return d;
+}
+
+TensorSpec read_tensor(const Reader& r, const json::Value& v, const std::string& path,
+                       const std::vector<std::string>& symbols) {
   r.object(v, path);
   TensorSpec t;
   t.dtype = r.string(r.field(v, "dtype", path), Reader::join(path, "dtype"));
   uint64_t nbytes = dtype_nbytes(t.dtype);
   if (nbytes == 0) r.fail(Reader::join(path, "dtype"), str_cat("unknown dtype '", t.dtype, "'"));
+  t.itemsize = nbytes;
   std::string shape_path = Reader::join(path, "shape");
   const auto& dims = r.array(r.field(v, "shape", path), shape_path);
   for (size_t i = 0; i < dims.size(); ++i) {
-    if (dims[i].is_string()) {
-      r.fail(Reader::index(shape_path, i), str_cat("symbolic dimension '", dims[i].as_string(),
-                                                   "' is not supported by format version 1 (static shapes only)"));
+    Dim dim = read_dim(r, dims[i], Reader::index(shape_path, i), symbols);
+    if (!dim.is_static()) {
+      t.symbolic = true;
+      t.shape.push_back(-1);
+      t.dims.push_back(std::move(dim));
+      continue;
     }
-    int64_t d = r.integer(dims[i], Reader::index(shape_path, i));
+    int64_t d = dim.postfix[0].value;
+    if (d < 0) r.fail(Reader::index(shape_path, i), str_cat(d, " is negative"));
     t.shape.push_back(d);
+    t.dims.push_back(std::move(dim));
     if (d != 0 && nbytes > kMaxBytes / static_cast<uint64_t>(d)) r.fail(shape_path, "the tensor is too large");
     nbytes *= static_cast<uint64_t>(d);
   }
+  if (t.symbolic) nbytes = 0;
   t.nbytes = nbytes;
   const std::string& storage = r.string(r.field(v, "storage", path), Reader::join(path, "storage"));
   if (storage == "input") t.storage = StorageKind::Input;
@@ -102,7 +158,8 @@ TensorSpec read_tensor(const Reader& r, const json::Value& v, const std::string&
   else if (storage == "weight") t.storage = StorageKind::Weight;
   else if (storage == "arena") t.storage = StorageKind::Arena;
   else r.fail(Reader::join(path, "storage"), str_cat("unknown storage '", storage, "' (expected input, output, weight or arena)"));
-  if (t.storage == StorageKind::Weight || t.storage == StorageKind::Arena) {
+  if (t.symbolic && t.storage == StorageKind::Weight) r.fail(shape_path, "a weight cannot have symbolic dimensions");
+  if (t.storage == StorageKind::Weight || (t.storage == StorageKind::Arena && symbols.empty())) {
     uint64_t align = t.storage == StorageKind::Weight ? kWeightAlignment : kArenaAlignment;
     t.offset = static_cast<uint64_t>(r.integer(r.field(v, "offset", path), Reader::join(path, "offset"), 0, kMaxBytes));
     if (t.offset % align != 0) r.fail(Reader::join(path, "offset"), str_cat(t.offset, " is not a multiple of ", align));
@@ -154,10 +211,20 @@ Instruction read_instruction(const Reader& r, const json::Value& v, const std::s
         r.integer(*k, Reader::join(path, "kernel"), 0, static_cast<int64_t>(m.kernels.size()) - 1));
     inst.inputs = read_ids(r, v, "inputs", path, n);
     inst.outputs = read_ids(r, v, "outputs", path, n);
+    if (const json::Value* d = v.find("dims")) {
+      std::string dims_path = Reader::join(path, "dims");
+      const auto& items = r.array(*d, dims_path);
+      for (size_t i = 0; i < items.size(); ++i) {
+        inst.dims.push_back(static_cast<int32_t>(
+            r.integer(items[i], Reader::index(dims_path, i), 0, static_cast<int64_t>(m.symbols.size()) - 1)));
+      }
+    }
   } else if (const json::Value* c = v.find("copy")) {
     inst.inputs = {r.tensor_id(*c, Reader::join(path, "copy"), n)};
     inst.outputs = {r.tensor_id(r.field(v, "to", path), Reader::join(path, "to"), n)};
-    if (m.tensors[inst.inputs[0]].nbytes != m.tensors[inst.outputs[0]].nbytes) {
+    const TensorSpec& src = m.tensors[inst.inputs[0]];
+    const TensorSpec& dst = m.tensors[inst.outputs[0]];
+    if (!src.symbolic && !dst.symbolic && src.nbytes != dst.nbytes) {
       r.fail(path, str_cat("copies tensor ", inst.inputs[0], " (", m.tensors[inst.inputs[0]].nbytes,
                            " bytes) into tensor ", inst.outputs[0], " (", m.tensors[inst.outputs[0]].nbytes, " bytes)"));
     }
@@ -193,8 +260,23 @@ Manifest read_manifest(const Container& container) {
   Manifest m;
   const json::Value& version = r.field(root, "format_version", "");
   m.format_version = r.integer(version, "format_version", std::numeric_limits<int64_t>::min());
-  HIDET_CHECK(m.format_version == kFormatVersion, "artifact ", source, " was written by format version ",
-              m.format_version, "; this runtime reads version ", kFormatVersion);
+  HIDET_CHECK(m.format_version >= kMinFormatVersion && m.format_version <= kFormatVersion, "artifact ", source,
+              " was written by format version ", m.format_version, "; this runtime reads versions ", kMinFormatVersion,
+              " to ", kFormatVersion);
+  if (const json::Value* v = root.find("symbols")) {
+    if (m.format_version < 2) r.fail("symbols", "symbolic dimensions need format version 2");
+    const auto& names = r.array(*v, "symbols");
+    std::set<std::string> seen;
+    for (size_t i = 0; i < names.size(); ++i) {
+      std::string path = Reader::index("symbols", i);
+      const std::string& name = r.string(names[i], path);
+      bool identifier = !name.empty() && !std::isdigit(static_cast<unsigned char>(name[0]));
+      for (char c : name) identifier = identifier && (std::isalnum(static_cast<unsigned char>(c)) || c == '_');
+      if (!identifier) r.fail(path, str_cat("'", name, "' is not a name (letters, digits and _)"));
+      if (!seen.insert(name).second) r.fail(path, str_cat("'", name, "' is listed twice"));
+      m.symbols.push_back(name);
+    }
+  }
   if (const json::Value* v = root.find("hidet_version")) m.hidet_version = r.string(*v, "hidet_version");
   m.target = r.string(r.field(root, "target", ""), "target");
   if (m.target != "cpu" && m.target != "cuda") r.fail("target", str_cat("unknown target '", m.target, "' (expected cpu or cuda)"));
@@ -205,13 +287,13 @@ Manifest read_manifest(const Container& container) {
   const auto& tensors = r.array(r.field(root, "tensors", ""), "tensors");
   for (size_t i = 0; i < tensors.size(); ++i) {
     std::string path = Reader::index("tensors", i);
-    TensorSpec t = read_tensor(r, tensors[i], path);
+    TensorSpec t = read_tensor(r, tensors[i], path, m.symbols);
     // Both operands are below 2^57, so the sums cannot overflow.
     if (t.storage == StorageKind::Weight && t.offset + t.nbytes > m.weights_nbytes) {
       r.fail(path, str_cat("weight bytes [", t.offset, ", ", t.offset + t.nbytes, ") lie outside weights_nbytes (",
                            m.weights_nbytes, ")"));
     }
-    if (t.storage == StorageKind::Arena && t.offset + t.nbytes > m.arena_nbytes) {
+    if (t.storage == StorageKind::Arena && !m.symbolic() && t.offset + t.nbytes > m.arena_nbytes) {
       r.fail(path, str_cat("arena bytes [", t.offset, ", ", t.offset + t.nbytes, ") lie outside arena_nbytes (",
                            m.arena_nbytes, ")"));
     }
@@ -247,11 +329,52 @@ Manifest read_manifest(const Container& container) {
   }
   for (size_t i = 0; i < m.outputs.size(); ++i) {
     int32_t t = m.outputs[i].tensor;
-    if (m.tensors[t].nbytes > 0 && !written.count(t)) {
+    if ((m.tensors[t].symbolic || m.tensors[t].nbytes > 0) && !written.count(t)) {
       r.fail(Reader::index("outputs", i), str_cat("output '", m.outputs[i].name, "' (tensor ", t, ") is never written"));
     }
   }
   return m;
+}
+
+int64_t Dim::eval(const std::vector<int64_t>& symbols) const {
+  std::vector<int64_t> stack;
+  for (const Token& t : postfix) {
+    if (t.kind == Const) {
+      stack.push_back(t.value);
+    } else if (t.kind == Symbol) {
+      stack.push_back(symbols.at(static_cast<size_t>(t.value)));
+    } else {
+      int64_t b = stack.back();
+      stack.pop_back();
+      int64_t& a = stack.back();
+      switch (static_cast<char>(t.value)) {
+        case '+': a += b; break;
+        case '-': a -= b; break;
+        case '*': a *= b; break;
+        case '/': HIDET_CHECK(b != 0, "a shape divides by zero"); a /= b; break;
+        default: HIDET_CHECK(b != 0, "a shape divides by zero"); a %= b; break;
+      }
+    }
+  }
+  return stack.back();
+}
+
+std::vector<int64_t> TensorSpec::shape_at(const std::vector<int64_t>& symbols) const {
+  if (!symbolic) return shape;
+  std::vector<int64_t> out;
+  for (const Dim& d : dims) out.push_back(d.eval(symbols));
+  return out;
+}
+
+uint64_t TensorSpec::nbytes_at(const std::vector<int64_t>& symbols) const {
+  if (!symbolic) return nbytes;
+  uint64_t n = itemsize;
+  for (int64_t d : shape_at(symbols)) {
+    HIDET_CHECK(d >= 0, "a shape evaluates to a negative dimension (", d, ")");
+    HIDET_CHECK(d == 0 || n <= kMaxBytes / static_cast<uint64_t>(d), "a shape evaluates to a tensor that is too large");
+    n *= static_cast<uint64_t>(d);
+  }
+  return n;
 }
 
 }  // namespace artifact

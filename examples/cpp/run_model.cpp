@@ -4,6 +4,7 @@
 //   python -c "import hidet.torch; hidet.torch.compile_to_file(model, [x], 'model.hidet')"
 //   run_model model.hidet                 # reads model.hidet.example/{input,output}_<i>.bin if present
 //   run_model model.hidet --random --repeat 100 [--cuda-graph] [--device 0]
+//   run_model dynamic.hidet --dim batch=4 --inputs DIR   # a graph with symbolic dimensions, at batch 4
 //
 // Input and output files hold a tensor's raw contiguous bytes in its dtype (what compile_to_file's
 // example writes). Exit status: 0 when the run (and the check, if any) succeeded, 1 otherwise.
@@ -27,6 +28,7 @@ namespace {
 
 struct Args {
   std::string model, inputs_dir;
+  std::vector<std::pair<std::string, int64_t>> dims;  // --dim name=value: values of symbolic dimensions
   bool random = false, cuda_graph = false;
   int device = 0, warmup = 3, repeat = 20;
   double rtol = -1, atol = -1;  // < 0: by dtype
@@ -35,7 +37,7 @@ struct Args {
 [[noreturn]] void usage(const char* why) {
   std::fprintf(stderr,
                "%s\nusage: run_model MODEL.hidet [--inputs DIR | --random] [--repeat N] [--warmup N] "
-               "[--cuda-graph] [--device N] [--rtol R] [--atol A]\n",
+               "[--cuda-graph] [--device N] [--rtol R] [--atol A] [--dim NAME=VALUE ...]\n",
                why);
   std::exit(2);
 }
@@ -56,6 +58,12 @@ Args parse(int argc, char** argv) {
     else if (s == "--repeat") a.repeat = std::max(1, std::atoi(value().c_str()));
     else if (s == "--rtol") a.rtol = std::atof(value().c_str());
     else if (s == "--atol") a.atol = std::atof(value().c_str());
+    else if (s == "--dim") {
+      std::string v = value();
+      size_t eq = v.find('=');
+      if (eq == std::string::npos || eq == 0) usage(("--dim takes NAME=VALUE, got " + v).c_str());
+      a.dims.emplace_back(v.substr(0, eq), std::atoll(v.c_str() + eq + 1));
+    }
     else if (!s.empty() && s[0] == '-') usage(("unknown option " + s).c_str());
     else if (a.model.empty()) a.model = s;
     else usage(("unexpected argument " + s).c_str());
@@ -160,9 +168,30 @@ int run(const Args& args) {
   hidet::rt::Graph graph(args.model, args.device);
   DLDevice device = graph.device();
   bool cuda = device.device_type == kDLCUDA;
-  std::vector<hidet::rt::TensorInfo> in_info = graph.inputs(), out_info = graph.outputs();
-  std::printf("%s on %s: %zu input(s), %zu output(s)\n", args.model.c_str(), cuda ? "cuda" : "cpu", in_info.size(),
-              out_info.size());
+  // Symbolic dimensions: every one needs a value (--dim), and the shapes follow from them.
+  std::vector<std::string> symbols = graph.symbols();
+  std::vector<int64_t> values;
+  std::string at;
+  for (const std::string& name : symbols) {
+    auto it = std::find_if(args.dims.begin(), args.dims.end(), [&](const auto& d) { return d.first == name; });
+    if (it == args.dims.end()) {
+      std::string all;
+      for (const auto& n : symbols) all += (all.empty() ? "" : ", ") + n;
+      throw hidet::rt::Error("the graph has symbolic dimensions (" + all + "): give each a value with --dim " + name +
+                             "=N");
+    }
+    values.push_back(it->second);
+    at += (at.empty() ? " at " : ", ") + name + "=" + std::to_string(it->second);
+  }
+  for (const auto& d : args.dims) {
+    if (std::find(symbols.begin(), symbols.end(), d.first) == symbols.end()) {
+      throw hidet::rt::Error("--dim " + d.first + ": the graph has no symbolic dimension of that name");
+    }
+  }
+  std::vector<hidet::rt::TensorInfo> in_info = symbols.empty() ? graph.inputs() : graph.inputs_at(values);
+  std::vector<hidet::rt::TensorInfo> out_info = symbols.empty() ? graph.outputs() : graph.outputs_at(values);
+  std::printf("%s on %s%s: %zu input(s), %zu output(s)\n", args.model.c_str(), cuda ? "cuda" : "cpu", at.c_str(),
+              in_info.size(), out_info.size());
 
   // Inputs: from files or random, copied to the device.
   std::mt19937 gen(0);

@@ -262,7 +262,7 @@ TEST(GraphErrors, FlippedBytes) {
 TEST(GraphErrors, Manifest) {
   auto err = [](const std::string& from, const std::string& to) { return load_error(artifact(replace(kManifest, from, to))); };
   EXPECT_CONTAINS(err(R"("format_version": 1)", R"("format_version": 7)"),
-                  "artifact g.hidet was written by format version 7; this runtime reads version 1");
+                  "artifact g.hidet was written by format version 7; this runtime reads versions 1 to 2");
   std::string json_error = err(R"("inputs": [0, 1])", R"("inputs": [0, 1,])");
   EXPECT_CONTAINS(json_error, "artifact g.hidet: manifest.json is not valid JSON: ");
   EXPECT_CONTAINS(json_error, "at byte ");
@@ -293,7 +293,9 @@ TEST(GraphErrors, Manifest) {
                   "outputs[1]: output 'x_copy' (tensor 4) is never written");
   EXPECT_CONTAINS(err(R"({"kernel": 1,)", R"({"kernel": 2,)"), "instructions[1].kernel: 2 is out of range [0, 1]");
   EXPECT_CONTAINS(err(R"("shape": [8], "storage": "input")", R"("shape": ["n"], "storage": "input")"),
-                  "tensors[0].shape[0]: symbolic dimension 'n' is not supported");
+                  "tensors[0].shape[0]: symbolic dimension 'n' needs format version 2 and a \"symbols\" list");
+  EXPECT_CONTAINS(err(R"("format_version": 1)", R"("format_version": 1, "symbols": ["n"])"),
+                  "symbols: symbolic dimensions need format version 2");
   EXPECT_CONTAINS(err(R"("library": "kernels/0.so", "function": "add")", R"("library": "kernels/9.so", "function": "add")"),
                   "kernels[0]: library kernels/9.so is not in the artifact");
   EXPECT_CONTAINS(err(R"("function": "add")", R"("function": "mul")"),

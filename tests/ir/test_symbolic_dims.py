@@ -137,14 +137,18 @@ def test_symbolic_graph_runs_at_every_size_without_recompiling():
         assert len(_LoadedModules.modules) == loaded  # the same kernels at every size
 
 
-def test_symbolic_graph_input_errors_and_build_refusal():
-    graph, _ = _graph()
+def test_symbolic_graph_input_errors_and_build():
+    graph, w = _graph()
     with pytest.raises(ValueError, match='dimension 0 is 5, expected 4'):
         graph(H(torch.randn(2, 3, 8)), H(torch.randn(5)))
     with pytest.raises(ValueError, match='expected 3 dimensions'):
         graph(H(torch.randn(2, 8)), H(torch.randn(4)))
-    with pytest.raises(NotImplementedError, match=r'symbolic dimensions \(batch, seq\) is not supported yet'):
-        graph.build()
+    compiled = graph.build()  # one artifact for every (batch, seq): tests/graph/test_symbolic_build.py
+    assert compiled.symbols == ['batch', 'seq']
+    bias = torch.randn(4)
+    for batch, seq in [(2, 5), (3, 1)]:
+        x = torch.randn(batch, seq, 8)
+        torch.testing.assert_close(compiled.run([x, bias])[0], torch.relu(x @ w + bias).sum(1), rtol=1e-5, atol=1e-5)
 
 
 def test_one_symbol_shared_by_two_inputs_must_agree():

@@ -221,8 +221,8 @@ typedef struct {
   const char* name;     /* as the artifact names it, e.g. "x" */
   const char* dtype;    /* hidet's dtype name, e.g. "float16" */
   int32_t ndim;
-  const int64_t* shape; /* ndim extents */
-  uint64_t nbytes;      /* bytes of the (contiguous) tensor */
+  const int64_t* shape; /* ndim extents (-1 for a symbolic dimension) */
+  uint64_t nbytes;      /* bytes of the (contiguous) tensor; 0 when its shape is symbolic */
 } HidetTensorInfo;      /* strings and arrays are owned by the graph: valid until hidet_graph_free */
 
 /*!
@@ -295,6 +295,38 @@ HIDET_API int hidet_graph_run(HidetGraphHandle graph, const void* const* inputs,
  */
 HIDET_API int hidet_graph_run_tensors(HidetGraphHandle graph, const DLTensor* inputs, int32_t num_inputs,
                                       const DLTensor* outputs, int32_t num_outputs, HidetStream stream);
+
+/*
+ * Symbolic dimensions (artifact format version 2): a graph built from hidet.symbol(['batch', 3, ...])
+ * runs at any value of its symbols with one set of kernels. hidet_graph_input_info/output_info give
+ * -1 for a symbolic dimension (and nbytes 0 for such a tensor). hidet_graph_run_tensors and
+ * hidet_graph_run_alloc read the symbols' values from the inputs' shapes (each symbol must be, by
+ * itself, some input's dimension) and check every shape at those values; raw-buffer runs take the
+ * values explicitly. The executor plans its intermediate arena once per distinct set of values
+ * (a bounded cache) and grows its arena when a run needs more.
+ */
+
+/*! \brief Number of symbolic dimensions of the graph (0 for a static graph). */
+HIDET_API int hidet_graph_num_symbols(HidetGraphHandle graph, int32_t* out_num_symbols);
+
+/*! \brief Name of symbolic dimension `index` (owned by the graph); values are given in this order. */
+HIDET_API int hidet_graph_symbol_name(HidetGraphHandle graph, int32_t index, const char** out_name);
+
+/*!
+ * \brief The shape of input (is_output = 0) or output (is_output = 1) `index` at the given symbol
+ * values, written to out_shape (room for the tensor's ndim values). Wrong counts or negative values
+ * are errors naming the symbols.
+ */
+HIDET_API int hidet_graph_shape_at(HidetGraphHandle graph, int32_t is_output, int32_t index, const int64_t* symbols,
+                                   int32_t num_symbols, int64_t* out_shape);
+
+/*!
+ * \brief hidet_graph_run with the values of the graph's symbolic dimensions (num_symbols of them, in
+ * the order of hidet_graph_symbol_name); the buffers must hold the shapes at those values.
+ */
+HIDET_API int hidet_graph_run_dims(HidetGraphHandle graph, const int64_t* symbols, int32_t num_symbols,
+                                   const void* const* inputs, int32_t num_inputs, void* const* outputs,
+                                   int32_t num_outputs, HidetStream stream);
 
 /*!
  * \brief Run the graph on checked DLPack inputs (as hidet_graph_run_tensors) into outputs the

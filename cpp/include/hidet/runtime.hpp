@@ -101,6 +101,22 @@ class Graph {
   std::vector<TensorInfo> inputs() const { return infos(false); }
   std::vector<TensorInfo> outputs() const { return infos(true); }
 
+  /*! \brief Names of the symbolic dimensions (empty for a static graph), in the order values are given. */
+  std::vector<std::string> symbols() const {
+    int32_t n = 0;
+    check(hidet_graph_num_symbols(handle_, &n));
+    std::vector<std::string> names;
+    for (int32_t i = 0; i < n; ++i) {
+      const char* name = nullptr;
+      check(hidet_graph_symbol_name(handle_, i, &name));
+      names.emplace_back(name);
+    }
+    return names;
+  }
+  /*! \brief Inputs / outputs with their shapes and sizes at the given values of the symbols. */
+  std::vector<TensorInfo> inputs_at(const std::vector<int64_t>& values) const { return infos_at(false, values); }
+  std::vector<TensorInfo> outputs_at(const std::vector<int64_t>& values) const { return infos_at(true, values); }
+
   /*! \brief Run on checked DLPack tensors into the caller's outputs (hidet_graph_run_tensors). */
   void run(const std::vector<DLTensor>& inputs, const std::vector<DLTensor>& outputs, HidetStream stream = nullptr) {
     check(hidet_graph_run_tensors(handle_, inputs.data(), static_cast<int32_t>(inputs.size()), outputs.data(),
@@ -133,8 +149,23 @@ class Graph {
     }
     return result;
   }
+  std::vector<TensorInfo> infos_at(bool outputs, const std::vector<int64_t>& values) const;
   HidetGraphHandle handle_ = nullptr;
 };
+
+inline std::vector<TensorInfo> Graph::infos_at(bool outputs, const std::vector<int64_t>& values) const {
+  std::vector<TensorInfo> result = infos(outputs);
+  for (size_t i = 0; i < result.size(); ++i) {
+    TensorInfo& info = result[i];
+    check(hidet_graph_shape_at(handle_, outputs ? 1 : 0, static_cast<int32_t>(i), values.data(),
+                               static_cast<int32_t>(values.size()), info.shape.data()));
+    DLDataType t;
+    check(hidet_dtype_to_dl(info.dtype.c_str(), &t));
+    info.nbytes = (t.bits * t.lanes + 7) / 8;
+    for (int64_t d : info.shape) info.nbytes *= static_cast<uint64_t>(d);
+  }
+  return result;
+}
 
 /*! \brief A CUDA graph captured from a Graph (hidet_graph_cuda_graph_create); outlives it safely. */
 class CudaGraph {

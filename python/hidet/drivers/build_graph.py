@@ -1,5 +1,7 @@
 """FlowGraph → CompiledGraph: build every node's kernel (in parallel), plan intermediates in one
-arena, gather the weights, and write the artifact (docs/artifact.md) that the C++ executor runs."""
+arena, gather the weights, and write the artifact (docs/artifact.md) that the C++ executor runs.
+A graph with symbolic dimensions is written in format version 2: shapes name the symbols, kernel
+instructions list the symbols they take, and the executor plans the arena per set of values."""
 from __future__ import annotations
 
 import json
@@ -63,11 +65,12 @@ def build_flow_graph(graph: FlowGraph, space: int = 0, input_names: Optional[Seq
     device = (graph.inputs + graph.outputs + graph.constants)[0].device
     target = 'cuda' if device.is_cuda() else 'cpu'
 
+    symbols = graph.symbols()  # names of the symbolic dimensions: their values come with each run
     tensors: List[dict] = []
     index: Dict[int, int] = {}
 
     def add(t: Tensor, storage: str) -> int:
-        tensors.append({'dtype': t.dtype.name, 'shape': list(t.shape), 'storage': storage})
+        tensors.append({'dtype': t.dtype.name, 'shape': [artifact.dim_json(d) for d in t.shape], 'storage': storage})
         index[id(t)] = len(tensors) - 1
         return index[id(t)]
 
@@ -95,7 +98,8 @@ def build_flow_graph(graph: FlowGraph, space: int = 0, input_names: Optional[Seq
             add(t, 'output' if id(t) in output_ids else 'arena')
 
     # Kernels: one library per distinct task, built in parallel.
-    runnable = [node for node in graph.nodes if all(t.numel() > 0 for t in node.outputs)]
+    # nodes with a (statically) empty output never run; symbolic ones are skipped by the executor when empty
+    runnable = [node for node in graph.nodes if all(0 not in t.shape for t in node.outputs)]
     task_index: Dict[str, int] = {}
     jobs = []
     for node in runnable:
@@ -109,6 +113,9 @@ def build_flow_graph(graph: FlowGraph, space: int = 0, input_names: Optional[Seq
 
     instructions = [{'kernel': task_index[node.task.key()], 'inputs': [index[id(t)] for t in node.inputs],
                      'outputs': [index[id(t)] for t in node.outputs]} for node in runnable]
+    for inst, node in zip(instructions, runnable):
+        if node.task.symbols():  # the kernel's dims: its symbols' values, in the order of their names
+            inst['dims'] = [symbols.index(name) for name in node.task.symbols()]
 
     outputs = []
     for i, t in enumerate(graph.outputs):
@@ -116,14 +123,16 @@ def build_flow_graph(graph: FlowGraph, space: int = 0, input_names: Optional[Seq
         if tensors[tid]['storage'] != 'output' or any(o['tensor'] == tid for o in outputs):
             # an input, a weight or a repeated output: copied into its own output buffer
             copy = len(tensors)
-            tensors.append({'dtype': t.dtype.name, 'shape': list(t.shape), 'storage': 'output'})
+            tensors.append({'dtype': t.dtype.name, 'shape': [artifact.dim_json(d) for d in t.shape],
+                            'storage': 'output'})
             instructions.append({'copy': tid, 'to': copy})
             tid = copy
         outputs.append({'name': output_names[i], 'tensor': tid})
 
-    arena_nbytes = _plan_arena(tensors, instructions)
+    # a symbolic graph's arena is planned by the executor for each set of symbol values
+    arena_nbytes = _plan_arena(tensors, instructions) if not symbols else 0
     manifest = {
-        'format_version': artifact.FORMAT_VERSION,
+        'format_version': artifact.SYMBOLIC_FORMAT_VERSION if symbols else artifact.FORMAT_VERSION,
         'hidet_version': __version__,
         'target': target,
         'arch': cuda_arch() if target == 'cuda' else 'x86-64',
@@ -136,6 +145,8 @@ def build_flow_graph(graph: FlowGraph, space: int = 0, input_names: Optional[Seq
         'weights_nbytes': weights_nbytes,
         'search_space': space,
     }
+    if symbols:
+        manifest['symbols'] = symbols
     entries = [('manifest.json', json.dumps(manifest, indent=1).encode()), ('weights.bin', b''.join(weight_blobs))]
     for kernel, module in zip(kernels, modules):
         with open(module.path, 'rb') as f:

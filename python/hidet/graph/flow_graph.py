@@ -113,13 +113,11 @@ class FlowGraph:
     def build(self, space: int = 0, input_names: Optional[Sequence[str]] = None,
               output_names: Optional[Sequence[str]] = None):
         """Compile into a CompiledGraph: kernels built in parallel, intermediates planned in an arena.
-        The names are those of the artifact's inputs and outputs (default x, x0, x1, ... and y, y0, ...)."""
+        The names are those of the artifact's inputs and outputs (default x, x0, x1, ... and y, y0, ...).
+        A graph with symbolic dimensions builds one set of kernels that runs at any values of them (CPU
+        graphs; CUDA kernels with symbolic dimensions are not there yet)."""
         from hidet.drivers.build_graph import build_flow_graph
 
-        if self.symbols():
-            raise NotImplementedError(f'building a graph with symbolic dimensions ({", ".join(self.symbols())}) is '
-                                      'not supported yet: run it node by node (graph(*inputs)) or trace it with '
-                                      'static shapes')
         return build_flow_graph(self, space=space, input_names=input_names, output_names=output_names)
 
     def cuda_graph(self):

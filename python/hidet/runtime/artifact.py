@@ -11,7 +11,8 @@ from typing import Dict, List, Tuple
 
 MAGIC = b'HIDETART'
 CONTAINER_VERSION = 1
-FORMAT_VERSION = 1
+FORMAT_VERSION = 1            # static graphs
+SYMBOLIC_FORMAT_VERSION = 2   # graphs with symbolic dimensions (manifest "symbols", dims as expressions)
 ALIGN = 64
 
 _FNV_OFFSET, _FNV_PRIME, _MASK = 0xCBF29CE484222325, 0x100000001B3, (1 << 64) - 1
@@ -25,6 +26,60 @@ def fnv1a64(data: bytes) -> int:
 
     arr = np.frombuffer(data, dtype=np.uint8)
     return _C.fnv1a64(arr.ctypes.data if arr.nbytes else 0, arr.nbytes)
+
+
+def dim_json(d):
+    """A shape entry of the manifest: an int, a symbol's name, or a postfix list of ints, names and
+    operators (+ - * / %, C integer semantics) for an expression of symbols."""
+    from hidet.ir.expr import Binary, Cast, Constant, SymbolVar
+
+    if isinstance(d, int):
+        return d
+    if isinstance(d, SymbolVar):
+        return d.name
+    out = []
+
+    def visit(e):
+        if isinstance(e, SymbolVar):
+            out.append(e.name)
+        elif isinstance(e, Constant):
+            out.append(int(e.value))
+        elif isinstance(e, Cast):
+            visit(e.a)
+        elif isinstance(e, Binary) and e.op in ('+', '-', '*', '/', '%'):
+            visit(e.a)
+            visit(e.b)
+            out.append(e.op)
+        else:
+            raise NotImplementedError(f'a shape of {d} cannot be stored in an artifact yet (only + - * / % of symbols)')
+
+    visit(d)
+    return out
+
+
+def eval_dim(entry, values: Dict[str, int]) -> int:
+    """The value of a manifest shape entry (see dim_json) for the symbols' ``values``."""
+    if isinstance(entry, int):
+        return entry
+    if isinstance(entry, str):
+        return values[entry]
+    stack: List[int] = []
+    for tok in entry:
+        if isinstance(tok, int):
+            stack.append(tok)
+        elif tok in ('+', '-', '*'):
+            b, a = stack.pop(), stack.pop()
+            stack.append(a + b if tok == '+' else a - b if tok == '-' else a * b)
+        elif tok in ('/', '%'):
+            b, a = stack.pop(), stack.pop()
+            if b == 0:
+                raise ValueError('a shape divides by zero')
+            q = abs(a) // abs(b)  # C truncates toward zero
+            q = q if (a >= 0) == (b >= 0) else -q
+            stack.append(q if tok == '/' else a - q * b)
+        else:
+            stack.append(values[tok])
+    return stack[0]
 
 
 def _align(n: int) -> int:

@@ -1,11 +1,12 @@
 """CompiledGraph: a built graph run by the C++ executor, one call from Python per run
-(DESIGN.md contract 3). It is an artifact (docs/artifact.md) loaded by the runtime; ``save``
+(DESIGN.md contract 3). A graph with symbolic dimensions runs at any values of them: each run reads
+them from its inputs' shapes. It is an artifact (docs/artifact.md) loaded by the runtime; ``save``
 writes the same bytes to disk and ``load_compiled_graph`` reads them back."""
 from __future__ import annotations
 
 import json
 import os
-from typing import List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 from hidet import _C
 from hidet.ir.dtypes import DataType, data_type
@@ -13,22 +14,41 @@ from hidet.runtime import artifact
 
 
 class TensorSignature:
-    """Name, dtype and shape of a compiled graph's input or output."""
+    """Name, dtype and shape of a compiled graph's input or output. A symbolic dimension is its
+    manifest entry: a symbol's name, or a postfix expression of symbols (artifact.dim_json)."""
 
-    def __init__(self, name: str, dtype: DataType, shape: Tuple[int, ...]):
+    def __init__(self, name: str, dtype: DataType, shape: tuple):
         self.name, self.dtype, self.shape = name, dtype, shape
 
+    def shape_at(self, values: Dict[str, int]) -> Tuple[int, ...]:
+        return tuple(artifact.eval_dim(d, values) for d in self.shape)
+
     def __repr__(self) -> str:
-        return f'{self.name}: {self.dtype.name}{list(self.shape)}'
+        return f'{self.name}: {self.dtype.name}[{", ".join(_dim_text(d) for d in self.shape)}]'
+
+
+def _dim_text(entry) -> str:
+    if not isinstance(entry, (list, tuple)):
+        return str(entry)
+    stack: List[str] = []
+    for tok in entry:
+        if tok in ('+', '-', '*', '/', '%'):
+            b, a = stack.pop(), stack.pop()
+            stack.append(f'({a} {tok} {b})')
+        else:
+            stack.append(str(tok))
+    return stack[0]
 
 
 class CompiledGraph:
     def __init__(self, data: bytes, source: str = '<memory>'):
         entries = artifact.read(data, source)
         self.manifest = json.loads(entries['manifest.json'])
-        if self.manifest.get('format_version') != artifact.FORMAT_VERSION:
+        versions = (artifact.FORMAT_VERSION, artifact.SYMBOLIC_FORMAT_VERSION)
+        if self.manifest.get('format_version') not in versions:
             raise ValueError(f'{source} has artifact format version {self.manifest.get("format_version")}; '
-                             f'this hidet reads version {artifact.FORMAT_VERSION}')
+                             f'this hidet reads versions {versions[0]} to {versions[-1]}')
+        self.symbols: List[str] = list(self.manifest.get('symbols', []))
         self.target: str = self.manifest['target']
         device_id = 0
         if self.target == 'cuda':
@@ -42,7 +62,8 @@ class CompiledGraph:
 
         def signature(entry) -> TensorSignature:
             spec = tensors[entry['tensor']]
-            return TensorSignature(entry['name'], data_type(spec['dtype']), tuple(spec['shape']))
+            shape = tuple(tuple(d) if isinstance(d, list) else d for d in spec['shape'])
+            return TensorSignature(entry['name'], data_type(spec['dtype']), shape)
 
         self.inputs: List[TensorSignature] = [signature(e) for e in self.manifest['inputs']]
         self.outputs: List[TensorSignature] = [signature(e) for e in self.manifest['outputs']]
@@ -55,10 +76,10 @@ class CompiledGraph:
         return outputs[0] if len(outputs) == 1 else outputs
 
     def run(self, inputs: Sequence, stream: Optional[int] = None) -> list:
-        in_addrs, is_torch = self._check_inputs(inputs)
-        outputs = self._new_outputs(is_torch)
+        in_addrs, is_torch, values = self._check_inputs(inputs)
+        outputs = self._new_outputs(is_torch, values)
         out_addrs = [t.data_ptr() for t in outputs]
-        self._graph.run(in_addrs, out_addrs, self._stream(inputs, stream))
+        self._graph.run(in_addrs, out_addrs, self._stream(inputs, stream), [values[n] for n in self.symbols])
         return outputs
 
     def cuda_graph(self) -> 'CudaGraph':
@@ -67,9 +88,13 @@ class CompiledGraph:
         overwrite results already returned)."""
         if self.target != 'cuda':
             raise RuntimeError('cuda_graph() needs a graph built for CUDA; this one was built for the CPU')
+        if self.symbols:
+            raise RuntimeError(f'cuda_graph() captures one shape; this graph has symbolic dimensions '
+                               f'({", ".join(self.symbols)}): run it with run() (per-shape capture is not there yet)')
         return CudaGraph(self, self._graph.cuda_graph())
 
-    def _check_inputs(self, inputs: Sequence) -> Tuple[List[int], bool]:
+    def _check_inputs(self, inputs: Sequence) -> Tuple[List[int], bool, Dict[str, int]]:
+        """(data addresses, whether the inputs are torch tensors, the symbols' values read from the shapes)."""
         if len(inputs) != len(self.inputs):
             raise ValueError(f'the compiled graph takes {len(self.inputs)} input(s) '
                              f'({", ".join(map(repr, self.inputs))}), got {len(inputs)}')
@@ -77,7 +102,7 @@ class CompiledGraph:
         is_torch = 'torch' in kinds
         if len(kinds) > 1:
             raise TypeError('pass either hidet or torch tensors, not a mix')
-        addrs = []
+        addrs, found = [], []
         for i, (sig, t) in enumerate(zip(self.inputs, inputs)):
             if is_torch:
                 shape, dtype, dev = tuple(t.shape), _torch_dtype_name(t.dtype), ('cuda' if t.is_cuda else 'cpu')
@@ -86,23 +111,37 @@ class CompiledGraph:
             else:
                 if not hasattr(t, 'is_symbolic') or t.is_symbolic():
                     raise TypeError(f'input {i} ({sig.name}): expected a concrete tensor, got {t!r:.80}')
-                shape, dtype, dev = t.shape, t.dtype.name, t.device.kind
-            if shape != sig.shape or dtype != sig.dtype.name or dev != self.device.kind:
-                raise ValueError(f'input {i} ({sig.name}): expected {sig.dtype.name}{list(sig.shape)} on '
-                                 f'{self.device.kind}, got {dtype}{list(shape)} on {dev}')
+                shape, dtype, dev = tuple(t.shape), t.dtype.name, t.device.kind
+            found.append((shape, dtype, dev))
             addrs.append(t.data_ptr())
-        return addrs, is_torch
+        values: Dict[str, int] = {}
+        for (shape, _, _), sig in zip(found, self.inputs):  # a symbol's value: an input dimension that is it
+            if len(shape) == len(sig.shape):
+                for d, entry in zip(shape, sig.shape):
+                    if isinstance(entry, str):
+                        values.setdefault(entry, d)
+        missing = [n for n in self.symbols if n not in values]
+        if missing:
+            raise ValueError(f'symbols {missing} are no input dimension by themselves: the inputs do not give their values')
+        for i, ((shape, dtype, dev), sig) in enumerate(zip(found, self.inputs)):
+            want = sig.shape_at(values) if len(shape) == len(sig.shape) else None
+            if shape != want or dtype != sig.dtype.name or dev != self.device.kind:
+                at = f' (at {", ".join(f"{k}={v}" for k, v in values.items())})' if self.symbols else ''
+                raise ValueError(f'input {i} ({sig.name}): expected {sig.dtype.name}'
+                                 f'{list(want) if want is not None else list(map(_dim_text, sig.shape))}{at} on '
+                                 f'{self.device.kind}, got {dtype}{list(shape)} on {dev}')
+        return addrs, is_torch, values
 
-    def _new_outputs(self, is_torch: bool) -> list:
+    def _new_outputs(self, is_torch: bool, values: Dict[str, int]) -> list:
         if is_torch:
             import torch
 
             dev = 'cpu' if self.target == 'cpu' else f'cuda:{self.device.id}'
-            return [torch.empty(sig.shape, dtype=getattr(torch, sig.dtype.name),
+            return [torch.empty(sig.shape_at(values), dtype=getattr(torch, sig.dtype.name),
                                 device=dev) for sig in self.outputs]
         from hidet.graph.tensor import _empty
 
-        return [_empty(sig.shape, sig.dtype, self.device) for sig in self.outputs]
+        return [_empty(list(sig.shape_at(values)), sig.dtype, self.device) for sig in self.outputs]
 
     def _stream(self, inputs: Sequence, stream: Optional[int]) -> int:
         if stream is not None:
@@ -148,8 +187,8 @@ class CudaGraph:
         self._handle = handle
 
     def run(self, inputs: Sequence, stream: Optional[int] = None) -> list:
-        in_addrs, is_torch = self.graph._check_inputs(inputs)
-        outputs = self.graph._new_outputs(is_torch)
+        in_addrs, is_torch, values = self.graph._check_inputs(inputs)
+        outputs = self.graph._new_outputs(is_torch, values)
         self._handle.run(in_addrs, [t.data_ptr() for t in outputs], self.graph._stream(inputs, stream))
         return outputs
 
