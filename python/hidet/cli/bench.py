@@ -108,39 +108,28 @@ def _op_case(args) -> Tuple[Callable, List, Callable[[list], Callable], float, s
         def fn(x, w):
             return F.conv2d(x, w, **conv)
 
-        def hidet_graph(syms):
-            return hidet.ops.conv2d(*syms, **conv)
-
+        hidet_conv, hidet_kwargs = hidet.ops.conv2d, conv
         if args.channels_last:
             if args.groups != 1:
                 raise SystemExit('hidet bench conv2d --channels-last: groups must be 1')
             title += ' channels-last'
             inputs = [t.to(memory_format=torch.channels_last) for t in inputs]
-            torch_inputs = inputs
-            # hidet reads the same memory as [n, h, w, c] and [k, r, s, c] tensors
-            hidet_inputs = [t.permute(0, 2, 3, 1) for t in inputs]
-            cl = {k: v for k, v in conv.items() if k != 'groups'}
+            hidet_conv = hidet.ops.conv2d_channels_last
+            hidet_kwargs = {k: v for k, v in conv.items() if k != 'groups'}
 
-            def hidet_graph(syms):
-                return hidet.ops.conv2d_channels_last(*syms, **cl)
+        def hidet_graph(syms):
+            return hidet_conv(*syms, **hidet_kwargs)
 
-            def build_hidet(space: int):
-                syms = [hidet.symbol(list(t.shape), _DTYPES[args.dtype], args.device) for t in hidet_inputs]
-                with hidet.graph.PassContext() as ctx:
-                    ctx.set_use_tensor_core(args.tf32)
-                    graph = hidet.graph.optimize(hidet.trace_from(hidet_graph(syms), syms))
-                compiled = graph.build(space=space)
-                return lambda: compiled.run(hidet_inputs)
-
-            return fn, torch_inputs, build_hidet, flops, title
+    # hidet reads the same memory as torch; channels-last tensors as [n, h, w, c] and [k, r, s, c]
+    hidet_inputs = [t.permute(0, 2, 3, 1) for t in inputs] if getattr(args, 'channels_last', False) else inputs
 
     def build_hidet(space: int):
-        syms = [hidet.symbol(list(t.shape), _DTYPES[args.dtype], args.device) for t in inputs]
+        syms = [hidet.symbol(list(t.shape), _DTYPES[args.dtype], args.device) for t in hidet_inputs]
         with hidet.graph.PassContext() as ctx:
             ctx.set_use_tensor_core(args.tf32)
             graph = hidet.graph.optimize(hidet.trace_from(hidet_graph(syms), syms))
         compiled = graph.build(space=space)
-        return lambda: compiled.run(inputs)
+        return lambda: compiled.run(hidet_inputs)
 
     return fn, inputs, build_hidet, flops, title
 
