@@ -37,7 +37,9 @@ def _applies(node: ConvOp, mode: Optional[bool]) -> bool:
         return False
     if mode is True:
         return True
-    return x.device.is_cuda() and x.dtype.name in ('float16', 'bfloat16') and x.shape[1] % 8 == 0
+    channels = x.shape[1]
+    return x.device.is_cuda() and x.dtype.name in ('float16', 'bfloat16') and isinstance(channels, int) \
+        and channels % 8 == 0
 
 
 class ChannelsLast(GraphPass):

@@ -19,8 +19,9 @@ template copies it with cp.async. An implicit GEMM's input read through a window
 *gathered*: each 8 consecutive k are 8 consecutive elements, all inside or all outside the padding, so the
 template still copies 16 bytes at a time, from an address and a predicate computed per chunk. Any other
 elementwise prologue is evaluated per element by the template (*computed*). A prologue with a reduction, an epilogue
-that moves elements around, several outputs or float32 operands make ``match_gemm`` return None (the
-auto-scheduler runs the task instead); ``explain`` says why.
+that moves elements around, several outputs or operands of other dtypes than asked for (float32 only
+where TF32 is allowed) make ``match_gemm`` raise NotGemm (the auto-scheduler runs the task instead);
+``explain`` says why.
 """
 from __future__ import annotations
 
