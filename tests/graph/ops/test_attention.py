@@ -95,6 +95,12 @@ def test_templates_and_their_limits():
     assert find_attention_template(big, 'cuda') is None  # heads over 128: the auto-scheduler
     with pytest.raises(ValueError, match='same batch dimensions'):
         ops.attention(hidet.symbol([2, 4, 8]), hidet.symbol([3, 4, 8]), hidet.symbol([3, 4, 8]))
+    q1, kv = hidet.symbol([2, 1, 8]), hidet.symbol([2, 5, 8])  # one query row: scores [2, 1, 5]
+    with pytest.raises(ValueError, match=r'mask \(1, 4, 5\) does not broadcast to the scores \(2, 1, 5\)'):
+        ops.attention(q1, kv, kv, mask=hidet.symbol([1, 4, 5]))
+    with pytest.raises(ValueError, match='more dimensions than the scores'):
+        ops.attention(q1, kv, kv, mask=hidet.symbol([1, 2, 1, 5]))
+    assert ops.attention(q1, kv, kv, mask=hidet.symbol([1, 1, 5])).shape == (2, 1, 8)
 
 
 # ---------------------------------------------------------------- the graph pass

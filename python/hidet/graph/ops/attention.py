@@ -45,10 +45,12 @@ class AttentionOp(Operator):
             raise ValueError('attention: give a mask or causal, not both')
         batch, (sq, d), sk, dv = q.shape[:-2], q.shape[-2:], k.shape[-2], v.shape[-1]
         if mask is not None:
-            broadcast_shapes('attention mask', mask.shape, batch + (sq, sk))
+            scores = tuple(batch) + (sq, sk)
             if mask.ndim > q.ndim:
-                raise ValueError(f'attention: mask {mask.shape} has more dimensions than the scores '
-                                 f'{batch + (sq, sk)}')
+                raise ValueError(f'attention: mask {mask.shape} has more dimensions than the scores {scores}')
+            if broadcast_shapes('attention mask', mask.shape, scores) != scores:
+                raise ValueError(f'attention: mask {mask.shape} does not broadcast to the scores {scores}: a mask '
+                                 'dimension may be 1 or the scores\' size, not larger')
         nodes = [input_node('q', q), input_node('k', k), input_node('v', v)]
         qn, kn, vn = nodes
         mn = input_node('mask', mask) if mask is not None else None
