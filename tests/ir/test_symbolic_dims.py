@@ -180,3 +180,35 @@ def test_optimized_symbolic_graph_is_fused_and_runs_at_every_size():
         hh = torch.relu(xt @ w.torch() + bias)
         torch.testing.assert_close(optimized(H(xt), H(bias)).torch(), hh.sum(1) + torch.softmax(hh, -1).mean(1),
                                    rtol=1e-5, atol=1e-5)
+
+
+def test_reshapes_of_symbolic_shapes():
+    """reshape/flatten with symbolic dimensions: element counts compared as products of symbols, -1
+    inferred as one (batch * seq); a reshape back from [batch * seq, ...] takes its symbols from the graph's
+    inputs. Node by node and built, at several sizes."""
+    from hidet.graph import ops
+
+    x = hidet.symbol(['batch', 'seq', 12])
+    rows = ops.reshape(x, [-1, 3, 4])
+    back = ops.reshape(ops.permute(rows, [0, 2, 1]), [x.shape[0], -1, 12])
+    split = ops.reshape(x, [x.shape[0], x.shape[1], 2, 6])
+    flat = ops.flatten(x, 1)
+    assert str(rows.shape[0]) == str(x.shape[0] * x.shape[1]) and back.shape[1] is x.shape[1]
+    graph = hidet.trace_from([rows, back, split, flat], [x])
+
+    def expected(a):
+        b = a.shape[0]
+        return [a.reshape(-1, 3, 4), a.reshape(-1, 3, 4).permute(0, 2, 1).reshape(b, -1, 12), a.reshape(b, -1, 2, 6),
+                a.flatten(1)]
+
+    compiled = graph.build()
+    for batch, seq in [(3, 5), (1, 1), (2, 7)]:
+        a = torch.randn(batch, seq, 12)
+        for out, exp in zip(graph(H(a)), expected(a)):
+            torch.testing.assert_close(out.torch(), exp)
+        for out, exp in zip(compiled.run([a]), expected(a)):
+            torch.testing.assert_close(out, exp)
+    with pytest.raises(ValueError, match='the other dimensions do not divide the element count'):
+        ops.reshape(x, [-1, 5])
+    with pytest.raises(ValueError, match='the element counts differ'):
+        ops.reshape(x, [x.shape[0], 12])

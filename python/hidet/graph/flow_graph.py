@@ -85,9 +85,14 @@ class FlowGraph:
     # ------------------------------------------------------------------ running
     def __call__(self, *inputs: Tensor) -> Union[Tensor, List[Tensor]]:
         """Run node by node on concrete inputs (imperative; for debugging — ``build`` for speed)."""
+        from hidet.graph.tensor import bind_symbols
+
         values = self._bind_inputs(inputs)
+        # the symbols' values, from the graph's inputs: an operator's inputs may not show them by themselves
+        # (a reshape of [batch * seq, 4] back into [batch, seq, 4])
+        symbols = bind_symbols(self.inputs, inputs) if self.symbols() else None
         for node in self.nodes:
-            outs = node.compute([values.get(id(t), t) for t in node.inputs])
+            outs = node.compute([values.get(id(t), t) for t in node.inputs], symbols)
             values.update({id(sym): out for sym, out in zip(node.outputs, outs)})
         results = [values.get(id(t), t) for t in self.outputs]
         return results[0] if len(results) == 1 else results

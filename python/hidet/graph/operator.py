@@ -6,7 +6,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import threading
-from typing import Any, Dict, List, Sequence
+from typing import Any, Dict, List, Optional, Sequence
 
 from hidet.graph.tensor import Tensor, _empty
 from hidet.ir.task import Task
@@ -76,14 +76,16 @@ class Operator:
         """Compute the outputs from concrete inputs."""
         return self.compute(self.inputs)
 
-    def compute(self, inputs: Sequence[Tensor]) -> List[Tensor]:
-        """Run this operator's kernel on concrete ``inputs`` (shaped like ``self.inputs``) into new tensors."""
+    def compute(self, inputs: Sequence[Tensor], symbol_values: Optional[Dict[str, int]] = None) -> List[Tensor]:
+        """Run this operator's kernel on concrete ``inputs`` (shaped like ``self.inputs``) into new tensors.
+        The symbolic dimensions' values are read from the inputs' shapes, or given (by a graph run)."""
         from hidet.drivers import build_task
         from hidet.graph.tensor import bind_symbols
         from hidet.ir.expr import evaluate_dim
 
         symbols = self.task.symbols()
-        values = bind_symbols(self.inputs, inputs) if symbols else {}
+        values = {} if not symbols else dict(symbol_values) if symbol_values is not None else \
+            bind_symbols(self.inputs, inputs)
         outputs = [_empty([evaluate_dim(d, values) for d in t.shape], t.dtype, self.device) for t in self.outputs]
         # Empty inputs still launch: a kernel reads only the elements its outputs need (a matmul with
         # k = 0 writes zeros, a constant pad of an empty tensor writes the padding).

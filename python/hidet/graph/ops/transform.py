@@ -17,7 +17,7 @@ embedding accept non-negative indices only). Out-of-range indices (outside ``[-n
 """
 from __future__ import annotations
 
-from typing import List, Optional, Sequence, Tuple, Union
+from typing import Dict, List, Optional, Sequence, Tuple, Union
 
 from hidet.graph.operator import Operator
 from hidet.graph.ops.utils import input_node, normalize_axis
@@ -32,9 +32,10 @@ Ints = Union[int, Sequence[int]]
 
 # ---------------------------------------------------------------- helpers
 def _prod(xs: Sequence[int]) -> int:
+    """The product of dimensions (ints, or symbolic dimensions: no leading ``1 *``)."""
     n = 1
     for x in xs:
-        n *= x
+        n = x if isinstance(n, int) and n == 1 else n * x
     return n
 
 
@@ -69,16 +70,19 @@ def _flatten_index(indices: Sequence[Expr], shape: Sequence[int]) -> Expr:
 
 
 def _unflatten_index(flat: Expr, shape: Sequence[int]) -> List[Expr]:
-    """The per-dimension indices of the row-major flat index ``flat`` into ``shape``."""
+    """The per-dimension indices of the row-major flat index ``flat`` into ``shape`` (ints or symbolic
+    dimensions: the outermost dimension that is not 1 needs no modulo, as flat < numel)."""
     out: List[Expr] = []
-    stride, total = 1, _prod(shape)
-    for extent in reversed(shape):
-        if extent == 1:
+    stride = 1
+    for d in reversed(range(len(shape))):
+        extent = shape[d]
+        if isinstance(extent, int) and extent == 1:
             out.append(convert(0))
-        else:
-            idx = flat if stride == 1 else flat // stride
-            out.append(idx % extent if stride * extent < total else idx)
-        stride *= extent
+            continue
+        idx = flat if isinstance(stride, int) and stride == 1 else flat // stride
+        outermost = all(isinstance(e, int) and e == 1 for e in shape[:d])
+        out.append(idx if outermost else idx % extent)
+        stride = extent if isinstance(stride, int) and stride == 1 else stride * extent
     return list(reversed(out))
 
 
@@ -145,6 +149,8 @@ class ReshapeOp(Operator):
 def _reshape_segments(src: Sequence[int], dst: Sequence[int]) -> List[Tuple[int, int, int, int]]:
     """Split two shapes of equal element counts into runs of dimensions with equal products, so a
     reshape only re-indexes within each run: [(src_begin, src_end, dst_begin, dst_end), ...]."""
+    if any(not isinstance(d, int) for d in list(src) + list(dst)):
+        return _symbolic_segments(src, dst)
     if 0 in src or 0 in dst:
         return [(0, len(src), 0, len(dst))]
     segments = []
@@ -163,7 +169,122 @@ def _reshape_segments(src: Sequence[int], dst: Sequence[int]) -> List[Tuple[int,
     return segments
 
 
+class _Monomial:
+    """A product of symbolic dimensions and an integer, ``coeff * prod(symbol ** power)``: what reshapes of
+    symbolic shapes compare (``[batch, seq, 768]`` has as many elements as ``[batch, seq, 12, 64]``)."""
+
+    def __init__(self, coeff: int = 1, powers: Optional[Dict[str, int]] = None):
+        self.coeff, self.powers = coeff, {k: v for k, v in (powers or {}).items() if v}
+
+    @staticmethod
+    def of(dim) -> Optional['_Monomial']:
+        """The monomial of a dimension (an int, a symbol, or a product of them), else None."""
+        from hidet.ir.expr import Binary, Cast, Constant, SymbolVar
+
+        if isinstance(dim, int):
+            return _Monomial(dim)
+        if isinstance(dim, SymbolVar):
+            return _Monomial(1, {dim.name: 1})
+        if isinstance(dim, Constant) and dim.dtype.is_integer():
+            return _Monomial(int(dim.value))
+        if isinstance(dim, Cast):
+            return _Monomial.of(dim.a)
+        if isinstance(dim, Binary) and dim.op == '*':
+            a, b = _Monomial.of(dim.a), _Monomial.of(dim.b)
+            return None if a is None or b is None else a * b
+        return None
+
+    def __mul__(self, other: '_Monomial') -> '_Monomial':
+        powers = dict(self.powers)
+        for k, v in other.powers.items():
+            powers[k] = powers.get(k, 0) + v
+        return _Monomial(self.coeff * other.coeff, powers)
+
+    def divide(self, other: '_Monomial') -> Optional['_Monomial']:
+        """self / other when it is a monomial (integer coefficient, no negative power), else None."""
+        if other.coeff == 0 or self.coeff % other.coeff:
+            return None
+        powers = dict(self.powers)
+        for k, v in other.powers.items():
+            powers[k] = powers.get(k, 0) - v
+            if powers[k] < 0:
+                return None
+        return _Monomial(self.coeff // other.coeff, powers)
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, _Monomial) and (self.coeff, self.powers) == (other.coeff, other.powers)
+
+    def dim(self):
+        """As a dimension: an int, or an expression of the symbols."""
+        from hidet.ir.expr import SymbolVar
+
+        out = self.coeff
+        for name in sorted(self.powers):
+            for _ in range(self.powers[name]):
+                out = SymbolVar(name) if isinstance(out, int) and out == 1 else out * SymbolVar(name)
+        return out
+
+
+def _monomial_product(op: str, dims) -> '_Monomial':
+    out = _Monomial()
+    for d in dims:
+        m = _Monomial.of(d)
+        if m is None:
+            raise NotImplementedError(f'{op}: dimension {d} is not a product of symbols and integers; reshapes of '
+                                      f'such shapes are not supported')
+        out = out * m
+    return out
+
+
+def _infer_symbolic_shape(op: str, x: Tensor, shape: Sequence) -> Tuple:
+    """_infer_shape where ``x`` or ``shape`` has symbolic dimensions: element counts compared as monomials."""
+    from hidet.ir.expr import Expr
+
+    shape = [s if isinstance(s, Expr) else _int(s) for s in shape]
+    unknown = [d for d, s in enumerate(shape) if isinstance(s, int) and s == -1]
+    if len(unknown) > 1:
+        raise ValueError(f'{op}: shape {tuple(shape)} has more than one -1; only one dimension can be inferred')
+    numel = _monomial_product(op, x.shape)
+    known = _monomial_product(op, [s for s in shape if not (isinstance(s, int) and s == -1)])
+    if unknown:
+        rest = numel.divide(known)
+        if rest is None:
+            raise ValueError(f'{op}: cannot reshape {x.shape} into {tuple(shape)}: the other dimensions do not '
+                             'divide the element count')
+        shape[unknown[0]] = rest.dim()
+    elif known != numel:
+        raise ValueError(f'{op}: cannot reshape {x.shape} into {tuple(shape)}: the element counts differ')
+    return tuple(shape)
+
+
+def _symbolic_segments(src, dst) -> List[Tuple[int, int, int, int]]:
+    """_reshape_segments with symbolic dimensions: the side whose running product divides the other's
+    advances; where neither does (or a symbol may be 0), one run of everything."""
+    segments = []
+    i = j = i0 = j0 = 0
+    pa = pb = _Monomial()
+    while i < len(src) or j < len(dst):
+        if j == len(dst) or (i < len(src) and pb.divide(pa) is not None):
+            pa = pa * _Monomial.of(src[i])
+            i += 1
+        elif i == len(src) or pa.divide(pb) is not None:
+            pb = pb * _Monomial.of(dst[j])
+            j += 1
+        else:
+            return [(0, len(src), 0, len(dst))]
+        if pa == pb:
+            segments.append((i0, i, j0, j))
+            i0, j0 = i, j
+    if i0 != len(src) or j0 != len(dst):
+        return [(0, len(src), 0, len(dst))]
+    return segments
+
+
 def _infer_shape(op: str, x: Tensor, shape: Sequence[int]) -> Tuple[int, ...]:
+    from hidet.ir.expr import Expr
+
+    if any(isinstance(s, Expr) for s in list(x.shape) + list(shape if isinstance(shape, (list, tuple)) else [])):
+        return _infer_symbolic_shape(op, x, shape)
     shape = _ints(op, 'the shape', shape)
     unknown = [d for d, s in enumerate(shape) if s == -1]
     if len(unknown) > 1:
