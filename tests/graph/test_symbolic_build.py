@@ -19,8 +19,8 @@ def _mlp_graph(device='cpu'):
     w1, b1 = torch.randn(16, 32, generator=g) * 0.2, torch.randn(32, generator=g)
     w2 = torch.randn(32, 8, generator=g) * 0.2
     x = hidet.symbol(['batch', 16], dtype='float32', device=device)
-    h = ops.gelu(ops.matmul(x, hidet.from_torch(w1)) + hidet.from_torch(b1))
-    y = ops.matmul(h, hidet.from_torch(w2))
+    h = ops.gelu(ops.matmul(x, hidet.from_torch(w1.to(device))) + hidet.from_torch(b1.to(device)))
+    y = ops.matmul(h, hidet.from_torch(w2.to(device)))
     graph = hidet.trace_from([ops.softmax(y, axis=-1), ops.transpose(y, 0, 1), ops.sum(y, dims=[0])], [x])
 
     def reference(a):
@@ -50,6 +50,17 @@ def test_symbolic_graph_builds_once_and_runs_at_every_batch_size():
     # hidet tensors in, hidet tensors out
     out = compiled(hidet.from_torch(torch.randn(5, 16)))
     assert [tuple(o.shape) for o in out] == [(5, 8), (8, 5), (8,)]
+
+
+@pytest.mark.cuda
+def test_symbolic_graph_on_cuda():
+    """The same graph on the GPU: kernels whose grids come from the dims, run at several batch sizes."""
+    graph, reference = _mlp_graph('cuda')
+    compiled = graph.build()
+    for batch in (2, 33, 1):
+        a = torch.randn(batch, 16, device='cuda')
+        for out, exp in zip(compiled.run([a]), reference(a.cpu())):
+            torch.testing.assert_close(out.cpu(), exp, rtol=1e-4, atol=1e-4)
 
 
 def test_symbolic_artifact_round_trip_and_errors(tmp_path):

@@ -1,5 +1,5 @@
-"""Symbolic dimensions in the IR (issue 10, first layer): a task whose shapes name ``hidet.ir.expr.SymbolVar``
-dimensions compiles once on the CPU and runs at any size, the values coming through the kernel ABI's
+"""Symbolic dimensions in the IR (issue 10): a task whose shapes name ``hidet.ir.expr.SymbolVar``
+dimensions compiles once (CPU, and CUDA through the `cuda` twins) and runs at any size, the values coming through the kernel ABI's
 ``dims`` (ordered by symbol name). Elementwise with broadcasting, reductions over a symbolic axis, a
 matmul with symbolic rows and depth, against torch at several sizes of one compiled library."""
 import pytest
@@ -17,12 +17,13 @@ from hidet.runtime.compiled_module import CompiledModule
 H = hidet.from_torch
 
 
-def _library(task: Task, target: str = 'cpu'):
+def _library(task: Task, device: str = 'cpu'):
+    target = 'cuda' if device == 'cuda' else 'cpu'
     source = generate(schedule_task(task, target))
     return CompiledModule(build_libraries([(source, target, task.name)])[0])['launch']
 
 
-def test_elementwise_with_broadcast_runs_at_every_size():
+def test_elementwise_with_broadcast_runs_at_every_size(device):
     b, s = symbol_var('batch'), symbol_var('seq')
     x = tensor_input('x', 'float32', [b, s, 8])
     bias = tensor_input('bias', 'float32', [8])
@@ -30,38 +31,38 @@ def test_elementwise_with_broadcast_runs_at_every_size():
     task = Task('scale_bias', [x, bias], [y])
     assert task.symbols() == ['batch', 'seq']
     assert '$batch' in task.text() and '$seq' in task.text()
-    launch = _library(task)
-    bias_t = torch.randn(8)
+    launch = _library(task, device)
+    bias_t = torch.randn(8, device=device)
     for batch, seq in [(1, 1), (3, 5), (2, 17), (0, 4)]:
-        xt = torch.randn(batch, seq, 8)
-        out = torch.empty(batch, seq, 8)
+        xt = torch.randn(batch, seq, 8, device=device)
+        out = torch.empty(batch, seq, 8, device=device)
         launch(H(xt), H(bias_t), H(out), dims=[batch, seq])
         torch.testing.assert_close(out, xt * 2 + bias_t)
 
 
 @pytest.mark.parametrize('kind', ['sum', 'mean', 'max'])
-def test_reduction_over_a_symbolic_axis(kind):
+def test_reduction_over_a_symbolic_axis(kind, device):
     n = symbol_var('n')
     x = tensor_input('x', 'float32', [4, n])
     y = compute('y', [4], lambda i: reduce([n], lambda j: x[i, j], kind))
-    launch = _library(Task(f'row_{kind}', [x], [y]))
-    for size in (1, 7, 100):
-        xt = torch.randn(4, size)
-        out = torch.empty(4)
+    launch = _library(Task(f'row_{kind}', [x], [y]), device)
+    for size in (1, 7, 100, 1000):
+        xt = torch.randn(4, size, device=device)
+        out = torch.empty(4, device=device)
         launch(H(xt), H(out), dims=[size])
         expected = {'sum': xt.sum(1), 'mean': xt.mean(1), 'max': xt.amax(1)}[kind]
         torch.testing.assert_close(out, expected, rtol=1e-5, atol=1e-5)
 
 
-def test_matmul_with_symbolic_rows_and_depth():
+def test_matmul_with_symbolic_rows_and_depth(device):
     m, k = symbol_var('m'), symbol_var('k')
     a = tensor_input('a', 'float32', [m, k])
     w = tensor_input('w', 'float32', [k, 6])
     c = compute('c', [m, 6], lambda i, j: reduce([k], lambda kk: a[i, kk] * w[kk, j], 'sum'))
-    launch = _library(Task('matmul_mk', [a, w], [c]))
+    launch = _library(Task('matmul_mk', [a, w], [c]), device)
     for rows, depth in [(1, 3), (9, 16), (33, 5)]:
-        at, wt = torch.randn(rows, depth), torch.randn(depth, 6)
-        out = torch.empty(rows, 6)
+        at, wt = torch.randn(rows, depth, device=device), torch.randn(depth, 6, device=device)
+        out = torch.empty(rows, 6, device=device)
         launch(H(at), H(wt), H(out), dims=[depth, rows])  # by name: k, then m
         torch.testing.assert_close(out, at @ wt, rtol=1e-5, atol=1e-5)
 
@@ -102,11 +103,17 @@ def test_symbols_are_identified_by_name_and_must_be_identifiers():
     assert a.key() != b.key()  # the same text up to names would bind dims differently
 
 
-def test_cuda_tasks_with_symbols_are_refused_clearly():
+def test_cuda_kernels_with_symbols_take_their_grid_from_the_dims():
+    """CUDA sources (generated here; run by the `cuda` twins above): the kernels take the symbols'
+    values, and the launch entry computes each grid from them."""
     n = symbol_var('n')
-    x = tensor_input('x', 'float32', [n])
-    with pytest.raises(NotImplementedError, match='symbolic dimensions .n. are supported on the CPU only'):
-        schedule_task(Task('neg_cuda', [x], [compute('y', [n], lambda i: -x[i])]), 'cuda')
+    x = tensor_input('x', 'float32', [4, n])
+    neg = generate(schedule_task(Task('neg_cuda', [x], [compute('y', [4, n], lambda i, j: -x[i, j])]), 'cuda'))
+    assert 'int64_t sym_n' in neg and 'const int64_t sym_n = dims[0];' in neg
+    assert 'neg_cuda_k0<<<dim3(hidet::max<int64_t>(hidet::min<int64_t>(' in neg and 'sym_n' in neg.split('<<<')[1]
+    row = generate(schedule_task(Task('rowsum_cuda', [x], [compute('y', [4], lambda i: reduce([n], lambda j: x[i, j],
+                                                                                              'sum'))]), 'cuda'))
+    assert 'hidet::block_reduce_sum' in row and '< sym_n' in row
 
 
 # ---------------------------------------------------------------- graphs of symbolic tensors (run node by node)

@@ -297,7 +297,7 @@ def _launch_call(gen: CodeGen, f: Function, module: IRModule, index: int) -> Lis
     args += [f'sym_{s}' for s in module.symbols]
     if f.kind == 'cpu':
         return [f'  {f.name}({", ".join(args)});']
-    grid = ', '.join(str(g) for g in f.grid)
+    grid = ', '.join(str(g) if isinstance(g, int) else gen.expr(g) for g in f.grid)  # symbolic: from the dims
     block = ', '.join(str(b) for b in f.block)
     return [f'  {f.name}<<<dim3({grid}), dim3({block}), 0, (cudaStream_t)stream>>>({", ".join(args)});',
             '  if (cudaError_t err = cudaGetLastError(); err != cudaSuccess)',

@@ -12,6 +12,9 @@ threads (lowering.py).
   serially per output element.
 - CUDA, injective: a grid-stride loop. When every read allows it, each thread computes 16 bytes of the
   output (8 halves, 4 floats) with 16-byte loads and stores (vectorize.py); else one element per thread.
+- CUDA, symbolic extents (``hidet.symbol(['batch', ...])``): the same grid-stride loops with the grid
+  computed from the dims at launch; injective kernels one element per thread, reductions a block per
+  output element.
 - CUDA, reduction, chosen by the reduced axes' position:
   - row style (the input's innermost dimension is reduced): one block per output element (≥ 128
     reduced elements) or one warp (fewer); the threads stride over the reduced elements, then combine
@@ -27,7 +30,8 @@ from typing import Dict, List
 
 from hidet.ir.compute import ReduceCompute, TensorNode
 from hidet.ir.dtypes import boolean, int64
-from hidet.ir.expr import Expr, TensorElement, Var, binary, call, convert, is_static, logical_and, minimum
+from hidet.ir.expr import (Expr, TensorElement, Var, binary, call, convert, is_static, logical_and, maximum,
+                           minimum)
 from hidet.ir.functors import collect, inline_computes, substitute
 from hidet.ir.schedulers.analysis import depends_on, linear
 from hidet.ir.schedulers.lowering import CUDA_BLOCK, Lowering, flat_index, prod, top_reduces, unflatten
@@ -94,6 +98,25 @@ def _cpu_kernel(name: str, params: List[Var], out_param: Var, value: Expr, axes,
 
 
 # ---------------------------------------------------------------- CUDA
+def _grid(numel, per_block: int):
+    """Blocks of a grid-stride loop over ``numel`` items, ``per_block`` per block: one block per
+    ``per_block`` items, at most CUDA_MAX_GRID, at least one; an expression of the dims where ``numel`` is
+    symbolic (computed by the launch entry)."""
+    if is_static(numel):
+        return max(min(-(-numel // per_block), CUDA_MAX_GRID), 1)
+    return maximum(minimum((numel + (per_block - 1)) / per_block, CUDA_MAX_GRID), 1)
+
+
+def _cuda_symbolic(name: str, params: List[Var], out_param: Var, value: Expr, axes, shape,
+                   lowering: Lowering) -> Function:
+    """Symbolic extents: the grid comes from the dims at launch. Injective: a thread per element (no
+    vectorized variant: its alignment depends on the sizes); reductions: a block per output element,
+    whatever the layout (the column style sizes its blocks from the static shape)."""
+    if not collect(value, ReduceCompute):
+        return _cuda_thread(name, params, out_param, value, axes, shape, lowering)
+    return _cuda_row(name, params, out_param, value, axes, shape, lowering, 'block')
+
+
 def _cuda_thread(name: str, params: List[Var], out_param: Var, value: Expr, axes, shape,
                  lowering: Lowering) -> Function:
     """One thread per output element (a grid-stride loop): injective kernels and column-style
@@ -102,10 +125,9 @@ def _cuda_thread(name: str, params: List[Var], out_param: Var, value: Expr, axes
     n = Var('n', int64)
     body: List[Stmt] = []
     element = lowering.value(_element_value(value, axes, shape, n), body, 'thread')
-    grid = min(-(-numel // CUDA_BLOCK), CUDA_MAX_GRID)
     loop = For(n, call('hidet_global_thread_idx', dtype=int64), numel, call('hidet_global_threads', dtype=int64),
                Seq(body + [Store(out_param, n, element)]))
-    return Function(name, params, loop, 'cuda', grid=(max(grid, 1),), block=(CUDA_BLOCK,))
+    return Function(name, params, loop, 'cuda', grid=(_grid(numel, CUDA_BLOCK),), block=(CUDA_BLOCK,))
 
 
 def _cuda_row(name: str, params: List[Var], out_param: Var, value: Expr, axes, shape, lowering: Lowering,
@@ -120,8 +142,7 @@ def _cuda_row(name: str, params: List[Var], out_param: Var, value: Expr, axes, s
         'block': (1, 'hidet_thread_idx', 'hidet_block_idx', 'hidet_grid_dim')}[mode]
     guarded = Seq(body + [If(binary('==', call(first, dtype=int64), 0), Store(out_param, n, element))])
     loop = For(n, call(group, dtype=int64), numel, call(groups, dtype=int64), guarded)
-    grid = min(-(-numel // per_block), CUDA_MAX_GRID)
-    return Function(name, params, loop, 'cuda', grid=(max(grid, 1),), block=(CUDA_BLOCK,))
+    return Function(name, params, loop, 'cuda', grid=(_grid(numel, per_block),), block=(CUDA_BLOCK,))
 
 
 def _column_shape(numel: int, extent: int, value: Expr):
@@ -185,8 +206,7 @@ def _output_kernel(task: Task, out: TensorNode, out_param: Var, params: Dict[int
     if target == 'cpu':
         return _cpu_kernel(name, all_params, out_param, value, axes, out.shape, lowering)
     if task.symbols():
-        raise NotImplementedError(f'task {task.name}: symbolic dimensions ({", ".join(task.symbols())}) are '
-                                  'supported on the CPU only so far; give the CUDA task static shapes')
+        return _cuda_symbolic(name, all_params, out_param, value, axes, out.shape, lowering)
     largest = max((prod(r.shape) for r in collect(value, ReduceCompute)), default=0)
     if largest <= 1:
         scalar = _cuda_thread(name, all_params, out_param, value, axes, out.shape, lowering)
