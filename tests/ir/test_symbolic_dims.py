@@ -219,3 +219,19 @@ def test_reshapes_of_symbolic_shapes():
         ops.reshape(x, [-1, 5])
     with pytest.raises(ValueError, match='the element counts differ'):
         ops.reshape(x, [x.shape[0], 12])
+
+
+def test_concat_along_a_symbolic_axis():
+    """Offsets along a symbolic axis are expressions: [a, 4] ++ [b, 4] ++ [3, 4] is [a + b + 3, 4]."""
+    from hidet.graph import ops
+
+    x, y, z = hidet.symbol(['a', 4]), hidet.symbol(['b', 4]), hidet.symbol([3, 4])
+    out = ops.concat([x, y, z], axis=0)
+    graph = hidet.trace_from([out, ops.concat([x, x], axis=1)], [x, y, z])
+    compiled = graph.build()
+    for a, b in [(1, 2), (5, 0), (3, 7)]:
+        xt, yt, zt = torch.randn(a, 4), torch.randn(b, 4), torch.randn(3, 4)
+        expected = [torch.cat([xt, yt, zt]), torch.cat([xt, xt], 1)]
+        for got in (graph(H(xt), H(yt), H(zt)), compiled.run([xt, yt, zt])):
+            for g, e in zip(got, expected):
+                torch.testing.assert_close(g.torch() if isinstance(g, hidet.Tensor) else g, e)

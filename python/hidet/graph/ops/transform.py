@@ -434,9 +434,9 @@ class ConcatOp(Operator):
     def __init__(self, tensors: Sequence[Tensor], axis: int):
         nodes = [input_node(f'x{i}', t) for i, t in enumerate(tensors)]
         dtype = _common_dtype(tensors)
-        offsets = [0]
+        offsets = [0]  # ints, or expressions of symbolic dimensions
         for n in nodes:
-            offsets.append(offsets[-1] + n.shape[axis])
+            offsets.append(n.shape[axis] if _is_zero(offsets[-1]) else offsets[-1] + n.shape[axis])
         shape = list(nodes[0].shape)
         shape[axis] = offsets[-1]
 
@@ -445,7 +445,7 @@ class ConcatOp(Operator):
 
             def read(i):
                 local = list(idx)
-                local[axis] = k - offsets[i] if offsets[i] else k
+                local[axis] = k if _is_zero(offsets[i]) else k - offsets[i]
                 return cast(nodes[i][tuple(local)], dtype)
 
             value = read(len(nodes) - 1)
@@ -455,6 +455,10 @@ class ConcatOp(Operator):
 
         out = compute('y', shape, element)
         super().__init__(tensors, {'axis': axis}, Task('concat', nodes, [out]))
+
+
+def _is_zero(d) -> bool:
+    return isinstance(d, int) and d == 0
 
 
 def concat(tensors: Sequence[Tensor], axis: int = 0) -> Tensor:
