@@ -172,7 +172,28 @@ std::shared_ptr<Graph> Graph::load(const artifact::Container& container, int32_t
   }
   g->load_kernels(container);
   g->load_weights(container);
-  if (!m.symbolic()) {
+  if (m.symbolic()) {
+    // Arena lifetimes, the same at every size: allocated by the first instruction writing a tensor,
+    // released after the last one touching it.
+    std::vector<int64_t> first(m.tensors.size(), -1), last(m.tensors.size(), -1);
+    for (size_t i = 0; i < m.instructions.size(); ++i) {
+      const auto& inst = m.instructions[i];
+      for (int32_t t : inst.outputs) {
+        if (first[t] < 0) first[t] = static_cast<int64_t>(i);
+        last[t] = static_cast<int64_t>(i);
+      }
+      for (int32_t t : inst.inputs) last[t] = static_cast<int64_t>(i);
+    }
+    g->arena_allocs_.resize(m.instructions.size());
+    g->arena_frees_.resize(m.instructions.size());
+    for (size_t i = 0; i < m.instructions.size(); ++i) {
+      for (int32_t t : m.instructions[i].outputs) {
+        if (m.tensors[t].storage != artifact::StorageKind::Arena || first[t] != static_cast<int64_t>(i)) continue;
+        g->arena_allocs_[i].push_back(t);
+        g->arena_frees_[last[t]].push_back(t);
+      }
+    }
+  } else {
     auto plan = std::make_shared<Plan>();
     for (const auto& t : m.tensors) {
       plan->offsets.push_back(t.offset);
@@ -260,25 +281,10 @@ std::shared_ptr<const Graph::Plan> Graph::plan(const std::vector<int64_t>& symbo
   plan->symbols = symbols;
   plan->offsets.assign(m.tensors.size(), 0);
   for (const auto& t : m.tensors) plan->nbytes.push_back(t.nbytes_at(symbols));
-  // lifetimes: from the first instruction writing a tensor to the last one touching it
-  std::vector<int64_t> first(m.tensors.size(), -1), last(m.tensors.size(), -1);
-  for (size_t i = 0; i < m.instructions.size(); ++i) {
-    const auto& inst = m.instructions[i];
-    for (int32_t t : inst.outputs) {
-      if (first[t] < 0) first[t] = static_cast<int64_t>(i);
-      last[t] = static_cast<int64_t>(i);
-    }
-    for (int32_t t : inst.inputs) last[t] = static_cast<int64_t>(i);
-  }
   ArenaPlanner planner;
-  std::vector<std::vector<int32_t>> frees(m.instructions.size());
   for (size_t i = 0; i < m.instructions.size(); ++i) {
-    for (int32_t t : m.instructions[i].outputs) {
-      if (m.tensors[t].storage != artifact::StorageKind::Arena || first[t] != static_cast<int64_t>(i)) continue;
-      plan->offsets[t] = planner.allocate(plan->nbytes[t]);
-      frees[last[t]].push_back(t);
-    }
-    for (int32_t t : frees[i]) planner.release(plan->offsets[t], plan->nbytes[t]);
+    for (int32_t t : arena_allocs_[i]) plan->offsets[t] = planner.allocate(plan->nbytes[t]);
+    for (int32_t t : arena_frees_[i]) planner.release(plan->offsets[t], plan->nbytes[t]);
   }
   plan->arena_nbytes = planner.end();
   std::lock_guard<std::mutex> lock(plans_mutex_);

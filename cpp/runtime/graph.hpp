@@ -88,6 +88,8 @@ class Graph {
   std::map<void*, std::unique_ptr<Arena>> cuda_arenas_;      // by stream
   std::vector<std::shared_ptr<Storage>> cpu_free_arenas_;  // idle CPU arenas
   std::shared_ptr<const Plan> static_plan_;                 // the manifest's own layout (static graphs)
+  // symbolic graphs: per instruction, the arena tensors it allocates and those released after it
+  std::vector<std::vector<int32_t>> arena_allocs_, arena_frees_;
   std::mutex plans_mutex_;
   std::map<std::vector<int64_t>, std::shared_ptr<const Plan>> plans_;  // by symbol values (bounded)
 };

@@ -57,29 +57,33 @@ def dim_json(d):
     return out
 
 
-def eval_dim(entry, values: Dict[str, int]) -> int:
-    """The value of a manifest shape entry (see dim_json) for the symbols' ``values``."""
-    if isinstance(entry, int):
-        return entry
-    if isinstance(entry, str):
-        return values[entry]
-    stack: List[int] = []
+def fold_dim(entry, leaf, apply):
+    """Walk a manifest shape entry (see dim_json): ``leaf(int or symbol name)`` for each operand,
+    ``apply(op, a, b)`` for each operator of a postfix expression."""
+    if isinstance(entry, (int, str)):
+        return leaf(entry)
+    stack = []
     for tok in entry:
-        if isinstance(tok, int):
-            stack.append(tok)
-        elif tok in ('+', '-', '*'):
+        if tok in ('+', '-', '*', '/', '%'):
             b, a = stack.pop(), stack.pop()
-            stack.append(a + b if tok == '+' else a - b if tok == '-' else a * b)
-        elif tok in ('/', '%'):
-            b, a = stack.pop(), stack.pop()
-            if b == 0:
-                raise ValueError('a shape divides by zero')
-            q = abs(a) // abs(b)  # C truncates toward zero
-            q = q if (a >= 0) == (b >= 0) else -q
-            stack.append(q if tok == '/' else a - q * b)
+            stack.append(apply(tok, a, b))
         else:
-            stack.append(values[tok])
+            stack.append(leaf(tok))
     return stack[0]
+
+
+def eval_dim(entry, values: Dict[str, int]) -> int:
+    """The value of a manifest shape entry for the symbols' ``values`` (C integer semantics)."""
+    def apply(op: str, a: int, b: int) -> int:
+        if op in ('+', '-', '*'):
+            return a + b if op == '+' else a - b if op == '-' else a * b
+        if b == 0:
+            raise ValueError('a shape divides by zero')
+        q = abs(a) // abs(b)  # C truncates toward zero
+        q = q if (a >= 0) == (b >= 0) else -q
+        return q if op == '/' else a - q * b
+
+    return fold_dim(entry, lambda t: t if isinstance(t, int) else values[t], apply)
 
 
 def _align(n: int) -> int:

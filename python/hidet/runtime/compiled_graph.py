@@ -28,16 +28,7 @@ class TensorSignature:
 
 
 def _dim_text(entry) -> str:
-    if not isinstance(entry, (list, tuple)):
-        return str(entry)
-    stack: List[str] = []
-    for tok in entry:
-        if tok in ('+', '-', '*', '/', '%'):
-            b, a = stack.pop(), stack.pop()
-            stack.append(f'({a} {tok} {b})')
-        else:
-            stack.append(str(tok))
-    return stack[0]
+    return artifact.fold_dim(entry, str, lambda op, a, b: f'({a} {op} {b})')
 
 
 class CompiledGraph:

@@ -21,7 +21,7 @@ from typing import Dict, List, Optional, Sequence, Tuple, Union
 
 from hidet.graph.operator import Operator
 from hidet.graph.ops.utils import input_node, normalize_axis
-from hidet.graph.tensor import Tensor
+from hidet.graph.tensor import Tensor, _numel as _prod  # product of dimensions, ints or symbolic
 from hidet.ir.compute import compute
 from hidet.ir.dtypes import int64
 from hidet.ir.expr import Expr, binary, cast, convert, logical_and, maximum, minimum, promote, select
@@ -31,13 +31,6 @@ Ints = Union[int, Sequence[int]]
 
 
 # ---------------------------------------------------------------- helpers
-def _prod(xs: Sequence[int]) -> int:
-    """The product of dimensions (ints, or symbolic dimensions: no leading ``1 *``)."""
-    n = 1
-    for x in xs:
-        n = x if isinstance(n, int) and n == 1 else n * x
-    return n
-
 
 def _ints(op: str, what: str, value) -> List[int]:
     """``value`` (an int or a sequence of ints) as a list of Python ints."""
