@@ -28,11 +28,12 @@ def _in_range(index, extent: int):
     return logical_and(binary('>=', index, 0), binary('<', index, extent))
 
 
-def _window_valid(pos, spatial, padding):
-    """Whether the window positions ``pos`` lie inside the input; an unpadded dimension always does (the
-    output size keeps its windows inside), so it is left out — a 1x1 convolution reads its input plainly."""
+def _padded(value, pos, spatial, padding):
+    """``value`` (the input read at window positions ``pos``), zero where ``pos`` lies in the padding; an
+    unpadded dimension needs no check (the output size keeps its windows inside): a 1x1 convolution reads
+    its input plainly."""
     conds = [_in_range(pos[i], spatial[i]) for i in range(len(pos)) if padding[i] > 0]
-    return logical_and(*conds) if conds else None
+    return select(logical_and(*conds), value, convert(0, value.dtype)) if conds else value
 
 
 def _output_spatial(op: str, x_shape, kernel, spatial, stride, padding, dilation) -> List[int]:
@@ -61,11 +62,8 @@ class ConvOp(Operator):
         def element(nn, oo, *opos):
             def term(cc, *k):
                 pos = [opos[i] * stride[i] - padding[i] + k[i] * dilation[i] for i in range(nd)]
-                valid = _window_valid(pos, spatial, padding)
                 channel = cc if groups == 1 else (oo / og) * cg + cc  # groups == 1: no dependence on oo
-                xv = a[(nn, channel, *pos)]
-                xv = xv if valid is None else select(valid, xv, convert(0, a.dtype))
-                return xv * b[(oo, cc, *k)]
+                return _padded(a[(nn, channel, *pos)], pos, spatial, padding) * b[(oo, cc, *k)]
 
             return reduce([cg] + list(kernel), term, 'sum')
 
@@ -97,10 +95,7 @@ class ConvChannelsLastOp(Operator):
         def element(nn, oh, ow, oo):
             def term(k0, k1, cc):
                 pos = [oh * stride[0] - padding[0] + k0 * dilation[0], ow * stride[1] - padding[1] + k1 * dilation[1]]
-                valid = _window_valid(pos, spatial, padding)
-                xv = a[nn, pos[0], pos[1], cc]
-                xv = xv if valid is None else select(valid, xv, convert(0, a.dtype))
-                return xv * b[oo, k0, k1, cc]
+                return _padded(a[nn, pos[0], pos[1], cc], pos, spatial, padding) * b[oo, k0, k1, cc]
 
             return reduce([kh, kw, c], term, 'sum')
 
