@@ -136,3 +136,34 @@ def test_symbolic_artifact_served_from_cpp_at_two_batch_sizes(examples_build, tm
     run = subprocess.run([run_model, path, '--random', '--dim', 'batch=2', '--dim', 'seq=3'], capture_output=True,
                          text=True)
     assert run.returncode != 0 and '--dim seq: the graph has no symbolic dimension of that name' in run.stderr
+
+
+def _positions_graph(device):
+    """arange / full of a symbolic length, slices to it, broadcast to it: a transformer's position ids."""
+    x = hidet.symbol(['batch', 'seq', 4], dtype='float32', device=device)
+    table = hidet.from_torch(torch.randn(64, 4, generator=torch.Generator().manual_seed(1)).to(device))
+    seq = x.shape[1]
+    pos = ops.arange(0, seq, device=device)                                  # [seq]
+    emb = ops.take(table, pos, 0)                                            # [seq, 4]
+    window = table[:seq]                                                     # a slice to a symbolic length
+    ones = ops.full([seq, 4], 0.5, 'float32', device)
+    shifted = x[:, 1:] - x[:, :-1]                                           # [batch, seq - 1, 4]
+    y = x + emb + window * ones
+    graph = hidet.trace_from([y, ops.broadcast(ops.sum(shifted, dims=[1]), [x.shape[0], 4])], [x])
+
+    def reference(a):
+        t = table.torch()
+        s = a.shape[1]
+        return [a + t[:s] + t[:s] * 0.5, (a[:, 1:] - a[:, :-1]).sum(1)]
+
+    return graph, reference
+
+
+def test_creation_and_slices_of_symbolic_sizes(device):
+    graph, reference = _positions_graph(device)
+    compiled = hidet.graph.optimize(graph).build()
+    for batch, seq in [(2, 5), (3, 17), (1, 2)]:
+        a = torch.randn(batch, seq, 4, device=device)
+        outs = compiled.run([a])
+        for got, want in zip(outs, reference(a)):
+            torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)

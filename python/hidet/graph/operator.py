@@ -49,7 +49,8 @@ class Operator:
     # (attention): the fusion pass leaves them alone
     fusible = True
 
-    def __init__(self, inputs: Sequence[Tensor], attrs: Dict[str, Any], task: Task):
+    def __init__(self, inputs: Sequence[Tensor], attrs: Dict[str, Any], task: Task, device=None):
+        """``device``: where an operator without inputs (a creation of a symbolic size) runs."""
         self.inputs: List[Tensor] = list(inputs)
         self.attrs = attrs
         self.task = task
@@ -58,7 +59,11 @@ class Operator:
             raise ValueError(f'{task.name}: inputs are on different devices ({", ".join(sorted(map(str, devices)))}); '
                              'move them to one device with .to(device)')
         if not devices:
-            raise ValueError(f'{task.name}: an operator needs at least one input tensor')
+            if device is None:
+                raise ValueError(f'{task.name}: an operator without input tensors needs a device')
+            from hidet.runtime.device import device as _device
+
+            devices = {_device(device)}
         self.device = devices.pop()
         self.outputs: List[Tensor] = [
             Tensor(out.shape, out.dtype, self.device, None, trace=(self, i)) for i, out in enumerate(task.outputs)
@@ -116,7 +121,8 @@ class Operator:
 
     def get_outputs(self) -> List[Tensor]:
         """All outputs: computed at once for concrete inputs, symbolic otherwise."""
-        if any(t.is_symbolic() for t in self.inputs) or getattr(_deferral, 'depth', 0):
+        # (symbols with concrete inputs: a size only a graph run knows, as a slice of a table to the sequence length)
+        if any(t.is_symbolic() for t in self.inputs) or getattr(_deferral, 'depth', 0) or self.task.symbols():
             return list(self.outputs)
         return self.run()
 

@@ -11,6 +11,7 @@ from typing import Any, Optional, Sequence, Tuple
 import numpy as np
 
 from hidet import _C
+from hidet.ir.expr import Expr
 from hidet.ir.dtypes import DataType, bf16_to_f32, bfloat16, data_type, f32_to_bf16, from_dlpack_code
 from hidet.runtime.device import Device, device as _device
 
@@ -302,6 +303,13 @@ def _getitem(t: Tensor, key) -> Tensor:
         n = t.shape[d]
         if isinstance(k, Tensor):
             tensor_index = (d, k)
+        elif isinstance(k, slice) and any(isinstance(v, Expr) for v in (k.start, k.stop, n)):  # symbolic sizes
+            if k.step not in (None, 1):
+                raise NotImplementedError(f'slicing dimension {d} of size {n!r} with step {k.step}: symbolic '
+                                          'slices take step 1')
+            if k.start not in (None, 0) or k.stop is not None:
+                starts.append(0 if k.start is None else k.start), ends.append(n if k.stop is None else k.stop)
+                axes.append(d), steps.append(1)
         elif isinstance(k, slice):
             step = 1 if k.step is None else k.step.__index__()
             if step == 0:
@@ -310,6 +318,9 @@ def _getitem(t: Tensor, key) -> Tensor:
                 start = k.start if k.start is not None else (0 if step > 0 else sys.maxsize)
                 stop = k.stop if k.stop is not None else (sys.maxsize if step > 0 else -sys.maxsize - 1)
                 starts.append(start.__index__()), ends.append(stop.__index__()), axes.append(d), steps.append(step)
+        elif isinstance(n, Expr) or isinstance(k, Expr):  # an index into a symbolic dimension (in range)
+            i = n + k if isinstance(k, int) and k < 0 else k
+            starts.append(i), ends.append(i + 1), axes.append(d), steps.append(1)
         else:
             i = k.__index__()
             if not -n <= i < n:

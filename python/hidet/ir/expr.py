@@ -106,6 +106,65 @@ def evaluate_dim(d, values: Dict[str, int]) -> int:
     raise ValueError(f'cannot evaluate the dimension {d!r}')
 
 
+def simplify_dim(d):
+    """A dimension in a canonical form: sums and products of symbols and ints multiplied out, like terms
+    combined, terms in a fixed order (``seq - 1`` and ``seq + -1`` are the same expression); an int when
+    it has no symbols. Other operations (division, modulo) stay whole, as one factor."""
+    if isinstance(d, int):
+        return d
+    factors: Dict[str, Expr] = {}
+
+    def poly(e) -> Dict[tuple, int]:  # monomial (sorted factor keys) → coefficient
+        if isinstance(e, int):
+            return {(): e}
+        if isinstance(e, Constant) and e.dtype.is_integer():
+            return {(): int(e.value)}
+        if isinstance(e, Cast) and e.dtype.is_integer():
+            return poly(e.a)
+        if isinstance(e, Unary) and e.op == '-':
+            return {k: -v for k, v in poly(e.a).items()}
+        if isinstance(e, Binary) and e.op in ('+', '-', '*'):
+            a, b = poly(e.a), poly(e.b)
+            out: Dict[tuple, int] = {}
+            if e.op == '*':
+                for ka, va in a.items():
+                    for kb, vb in b.items():
+                        k = tuple(sorted(ka + kb))
+                        out[k] = out.get(k, 0) + va * vb
+            else:
+                out = dict(a)
+                for k, v in b.items():
+                    out[k] = out.get(k, 0) + (v if e.op == '+' else -v)
+            return out
+        key = e.name if isinstance(e, SymbolVar) else f'({e!r})'
+        factors[key] = e
+        return {(key,): 1}
+
+    terms = {k: v for k, v in poly(d).items() if v}
+    out = None
+    for mono in sorted((k for k in terms if k), key=lambda k: (-len(k), k)):
+        coeff = terms[mono]
+        term = None
+        for key in mono:
+            term = factors[key] if term is None else term * factors[key]
+        if abs(coeff) != 1:
+            term = abs(coeff) * term
+        out = (term if coeff > 0 else -term) if out is None else out + term if coeff > 0 else out - term
+    const = terms.get((), 0)
+    if out is None:
+        return const
+    return out if const == 0 else out + const if const > 0 else out - (-const)
+
+
+def same_dim(a, b) -> bool:
+    """Whether two dimensions are the same size for every value of their symbols (as far as their
+    canonical forms tell: ``seq - 1`` is ``seq + -1``)."""
+    a, b = simplify_dim(a), simplify_dim(b)
+    if isinstance(a, int) or isinstance(b, int):
+        return a == b
+    return a is b or repr(a) == repr(b)
+
+
 def is_static(x) -> bool:
     """Whether a dimension is a Python int (not symbolic)."""
     return isinstance(x, int)

@@ -18,3 +18,4 @@ from .transform import (
     split, squeeze, stack, strided_slice, take, tile, transpose, tril, triu, unsqueeze,
 )
 from .interpolate import resize
+from .creation import arange, full

@@ -24,7 +24,7 @@ from hidet.graph.ops.utils import input_node, normalize_axis
 from hidet.graph.tensor import Tensor, _numel as _prod  # product of dimensions, ints or symbolic
 from hidet.ir.compute import compute
 from hidet.ir.dtypes import int64
-from hidet.ir.expr import Expr, binary, cast, convert, logical_and, maximum, minimum, promote, select
+from hidet.ir.expr import Expr, binary, cast, convert, logical_and, maximum, minimum, promote, select, simplify_dim
 from hidet.ir.task import Task
 
 Ints = Union[int, Sequence[int]]
@@ -42,6 +42,12 @@ def _ints(op: str, what: str, value) -> List[int]:
         return [_int(v) for v in items]
     except TypeError:
         raise TypeError(f'{op}: {what} must be an int or a sequence of ints, got {value!r}') from None
+
+
+def _dims(op: str, what: str, value) -> list:
+    """As ``_ints``, where symbolic dimensions (hidet expressions) may stand for ints."""
+    items = list(value) if isinstance(value, (list, tuple)) else [value]
+    return [v if isinstance(v, Expr) else _ints(op, what, v)[0] for v in items]
 
 
 def _int(v) -> int:
@@ -163,21 +169,24 @@ def _reshape_segments(src: Sequence[int], dst: Sequence[int]) -> List[Tuple[int,
 
 
 class _Monomial:
-    """A product of symbolic dimensions and an integer, ``coeff * prod(symbol ** power)``: what reshapes of
-    symbolic shapes compare (``[batch, seq, 768]`` has as many elements as ``[batch, seq, 12, 64]``)."""
+    """A product of symbolic dimensions and an integer, ``coeff * prod(factor ** power)``: what reshapes of
+    symbolic shapes compare (``[batch, seq, 768]`` has as many elements as ``[batch, seq, 12, 64]``). A factor
+    is a symbol, or any other integer expression taken whole (``seq + 1``, compared by how it is written)."""
 
-    def __init__(self, coeff: int = 1, powers: Optional[Dict[str, int]] = None):
+    def __init__(self, coeff: int = 1, powers: Optional[Dict[str, int]] = None, factors: Optional[Dict] = None):
         self.coeff, self.powers = coeff, {k: v for k, v in (powers or {}).items() if v}
+        self.factors = {k: e for k, e in (factors or {}).items() if k in self.powers}  # key → expression
 
     @staticmethod
     def of(dim) -> Optional['_Monomial']:
-        """The monomial of a dimension (an int, a symbol, or a product of them), else None."""
-        from hidet.ir.expr import Binary, Cast, Constant, SymbolVar
+        """The monomial of a dimension (an int, a symbol, a product of them, or another integer expression
+        as one factor); None for what is not an integer."""
+        from hidet.ir.expr import Binary, Cast, Constant, Expr, SymbolVar
 
         if isinstance(dim, int):
             return _Monomial(dim)
         if isinstance(dim, SymbolVar):
-            return _Monomial(1, {dim.name: 1})
+            return _Monomial(1, {dim.name: 1}, {dim.name: dim})
         if isinstance(dim, Constant) and dim.dtype.is_integer():
             return _Monomial(int(dim.value))
         if isinstance(dim, Cast):
@@ -185,13 +194,19 @@ class _Monomial:
         if isinstance(dim, Binary) and dim.op == '*':
             a, b = _Monomial.of(dim.a), _Monomial.of(dim.b)
             return None if a is None or b is None else a * b
+        if isinstance(dim, Expr) and dim.dtype.is_integer():
+            dim = simplify_dim(dim)
+            if not isinstance(dim, Expr) or isinstance(dim, Binary) and dim.op == '*':
+                return _Monomial.of(dim)
+            key = f'({dim!r})'
+            return _Monomial(1, {key: 1}, {key: dim})
         return None
 
     def __mul__(self, other: '_Monomial') -> '_Monomial':
         powers = dict(self.powers)
         for k, v in other.powers.items():
             powers[k] = powers.get(k, 0) + v
-        return _Monomial(self.coeff * other.coeff, powers)
+        return _Monomial(self.coeff * other.coeff, powers, {**self.factors, **other.factors})
 
     def divide(self, other: '_Monomial') -> Optional['_Monomial']:
         """self / other when it is a monomial (integer coefficient, no negative power), else None."""
@@ -202,19 +217,17 @@ class _Monomial:
             powers[k] = powers.get(k, 0) - v
             if powers[k] < 0:
                 return None
-        return _Monomial(self.coeff // other.coeff, powers)
+        return _Monomial(self.coeff // other.coeff, powers, self.factors)
 
     def __eq__(self, other) -> bool:
         return isinstance(other, _Monomial) and (self.coeff, self.powers) == (other.coeff, other.powers)
 
     def dim(self):
-        """As a dimension: an int, or an expression of the symbols."""
-        from hidet.ir.expr import SymbolVar
-
+        """As a dimension: an int, or an expression of the factors."""
         out = self.coeff
-        for name in sorted(self.powers):
-            for _ in range(self.powers[name]):
-                out = SymbolVar(name) if isinstance(out, int) and out == 1 else out * SymbolVar(name)
+        for key in sorted(self.powers):
+            for _ in range(self.powers[key]):
+                out = self.factors[key] if isinstance(out, int) and out == 1 else out * self.factors[key]
         return out
 
 
@@ -223,8 +236,7 @@ def _monomial_product(op: str, dims) -> '_Monomial':
     for d in dims:
         m = _Monomial.of(d)
         if m is None:
-            raise NotImplementedError(f'{op}: dimension {d} is not a product of symbols and integers; reshapes of '
-                                      f'such shapes are not supported')
+            raise TypeError(f'{op}: dimension {d!r} is not an integer')
         out = out * m
     return out
 
@@ -391,23 +403,25 @@ class BroadcastOp(Operator):
 def broadcast(x: Tensor, shape: Sequence[int]) -> Tensor:
     """``x`` repeated along its size-1 dimensions (and new leading ones) to ``shape``, as torch.expand
     (-1 keeps a dimension's size)."""
-    shape = _ints('broadcast', 'the shape', shape)
+    shape = _dims('broadcast', 'the shape', shape)
     if len(shape) < x.ndim:
         raise ValueError(f'broadcast: cannot broadcast {x.shape} to {tuple(shape)}: the target has fewer '
                          f'dimensions ({len(shape)}) than the tensor ({x.ndim})')
     offset = len(shape) - x.ndim
     out = []
     for d, s in enumerate(shape):
+        static = isinstance(s, int)
         if d < offset:
-            if s < 0:
+            if static and s < 0:
                 raise ValueError(f'broadcast: cannot broadcast {x.shape} to {tuple(shape)}: a new leading '
                                  f'dimension cannot be {s}')
             out.append(s)
             continue
         n = x.shape[d - offset]
-        if s == -1:
+        if static and s == -1:
             out.append(n)
-        elif s == n or (n == 1 and s >= 0):
+        elif s is n or static and isinstance(n, int) and s == n or (isinstance(n, int) and n == 1 and
+                                                                    (not static or s >= 0)):
             out.append(s)
         else:
             raise ValueError(f'broadcast: cannot broadcast {x.shape} to {tuple(shape)}: dimension {d} has size '
@@ -546,7 +560,7 @@ def split(x: Tensor, split_size_or_sections: Ints, axis: int = 0) -> List[Tensor
         sizes = [min(size, n - start) for start in range(0, n, size)] if n else [0]
     offsets = [sum(sizes[:i]) for i in range(len(sizes))]
     rest = _prod(x.shape[:ax] + x.shape[ax + 1:])
-    full = [i for i, s in enumerate(sizes) if s > 0 and rest > 0]
+    full = [i for i, s in enumerate(sizes) if s > 0 and (not isinstance(rest, int) or rest > 0)]  # symbolic: some
     results: List[Optional[Tensor]] = [None] * len(sizes)
     if full:
         pieces = SplitOp(x, ax, [offsets[i] for i in full], [sizes[i] for i in full]).get_outputs()
@@ -578,7 +592,7 @@ class StridedSliceOp(Operator):
                 if d in spec:
                     st, sp = spec[d]
                     i = i * sp if sp != 1 else i
-                    i = i + st if st else i
+                    i = i + st if not (isinstance(st, int) and st == 0) else i
                 in_idx.append(i)
             return a[tuple(in_idx)]
 
@@ -591,7 +605,7 @@ def strided_slice(x: Tensor, starts: Sequence[int], ends: Sequence[int], axes: O
     """``x[starts[0]:ends[0]:strides[0], ...]`` along ``axes`` (default: the first len(starts) axes),
     with Python's rules: negative indices count from the end and out-of-range ones are clamped. Strides
     may be negative (walking backwards), not zero."""
-    starts, ends = _ints('strided_slice', 'starts', starts), _ints('strided_slice', 'ends', ends)
+    starts, ends = _dims('strided_slice', 'starts', starts), _dims('strided_slice', 'ends', ends)
     axes = list(range(len(starts))) if axes is None else _ints('strided_slice', 'axes', axes)
     strides = [1] * len(starts) if strides is None else _ints('strided_slice', 'strides', strides)
     if not len(starts) == len(ends) == len(axes) == len(strides):
@@ -604,10 +618,33 @@ def strided_slice(x: Tensor, starts: Sequence[int], ends: Sequence[int], axes: O
     for ax, st, en, sp in zip(norm_axes, starts, ends, strides):
         if sp == 0:
             raise ValueError(f'strided_slice: the stride of axis {ax} is 0; strides must be nonzero')
-        r = range(*slice(st, en, sp).indices(x.shape[ax]))
+        n = x.shape[ax]
+        if any(isinstance(v, Expr) for v in (st, en, n)):
+            st, length = _symbolic_range(ax, st, en, sp, n)
+            out_starts.append(st)
+            out_lengths.append(length)
+            continue
+        r = range(*slice(st, en, sp).indices(n))
         out_starts.append(r.start if len(r) else 0)
         out_lengths.append(len(r))
     return StridedSliceOp(x, out_starts, norm_axes, strides, out_lengths).get_output(0)
+
+
+def _symbolic_range(axis: int, start, end, step: int, n):
+    """(start, length) of ``start:end`` (step 1) along a dimension of size ``n`` where some are symbolic:
+    negative ints count from the end, ends past a symbolic size are not clamped (the bounds are taken to be
+    in range, as a model's slices of its own sizes are)."""
+    if step != 1:
+        raise NotImplementedError(f'strided_slice: axis {axis} has a symbolic size or bound ({start}:{end} of {n}); '
+                                  f'such slices take step 1, got {step}')
+    start = n + start if isinstance(start, int) and start < 0 else start
+    end = n + end if isinstance(end, int) and end < 0 else n if isinstance(end, int) and end >= _FAR else end
+    if isinstance(start, int) and isinstance(end, int):
+        return start, max(end - start, 0)
+    return simplify_dim(start), simplify_dim(end - start)
+
+
+_FAR = 1 << 62  # an end this large means "to the end" (torch's and _getitem's spelling of an open slice)
 
 
 class FlipOp(Operator):

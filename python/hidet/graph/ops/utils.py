@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import List, Optional, Sequence, Tuple, Union
 
 from hidet.ir.compute import TensorNode, tensor_input
-from hidet.ir.expr import Expr, convert
+from hidet.ir.expr import Expr, convert, simplify_dim
 
 
 def input_node(name: str, tensor) -> TensorNode:
@@ -17,12 +17,20 @@ def broadcast_shapes(op: str, *shapes: Sequence[int]) -> Tuple[int, ...]:
     ndim = max(len(s) for s in shapes)
     out = []
     for i in range(ndim):
-        dims = {s[len(s) - ndim + i] for s in shapes if len(s) - ndim + i >= 0}
-        dims.discard(1)
+        # symbolic sizes are equal when they are written the same (b * s built twice is one size)
+        dims = {repr(d) if isinstance(d, Expr) else d: d for s in shapes if len(s) - ndim + i >= 0
+                for d in [simplify_dim(s[len(s) - ndim + i])]}
+        dims.pop(1, None)
+        if len(dims) > 1 and any(isinstance(d, Expr) for d in dims.values()):
+            raise NotImplementedError(
+                f'{op}: shapes {" and ".join(str(tuple(s)) for s in shapes)}: dimension {i - ndim} has the sizes '
+                f'{sorted(map(str, dims))}, which hidet cannot tell equal (or 1) before the graph runs; broadcasting '
+                'one symbolic size against another is not supported')
         if len(dims) > 1:
             raise ValueError(f'{op}: shapes {" and ".join(str(tuple(s)) for s in shapes)} cannot be broadcast: '
-                             f'dimension {i - ndim} has sizes {sorted(dims)}; each must equal the others or be 1')
-        out.append(dims.pop() if dims else 1)
+                             f'dimension {i - ndim} has sizes {sorted(map(str, dims))}; each must equal the others '
+                             'or be 1')
+        out.append(next(iter(dims.values())) if dims else 1)
     return tuple(out)
 
 

@@ -19,6 +19,7 @@ import torch.fx
 import hidet
 from hidet.graph.tensor import Tensor
 from hidet.graph.frontend.torch.dynamo_config import CompileOptions, dynamo_config
+from hidet.graph.frontend.torch.dynamic_shapes import dims_text, placeholder_dims
 from hidet.graph.frontend.torch.interpreter import Interpreter, map_structure, node_target_name
 from hidet.graph.frontend.torch.registry import Registry
 
@@ -123,6 +124,8 @@ class CompiledFx:
         self.registry = registry
         self._cache: Dict[Tuple, _Compiled] = {}
         self.graph_id = next(_GRAPH_IDS)
+        # dynamo's symbolic sizes (dynamic=True, mark_dynamic, automatic dynamic): one graph for all of them
+        self.symbolic = placeholder_dims(gm, self.constants)
 
     def interpreter(self, args: Sequence[Any] = ()) -> Interpreter:
         devices = [a.device for c, a in zip(self.constants, args) if not c and isinstance(a, torch.Tensor)]
@@ -132,11 +135,14 @@ class CompiledFx:
     def _bind(self, interp: Interpreter, args: Sequence[Any]):
         """Placeholder values: constants for model state, symbols for input tensors, Python values as they are."""
         values, symbols = [], []
-        for is_const, a in zip(self.constants, args):
+        for is_const, dims, a in zip(self.constants, self.symbolic, args):
             if is_const:
                 values.append(interp.to_constant(a))
+            elif dims is not None and not isinstance(dims, tuple):  # a SymInt placeholder: its symbolic value
+                values.append(dims)
             elif isinstance(a, torch.Tensor):
-                s = hidet.symbol(list(a.shape), str(a.dtype).replace('torch.', ''), _device_text(a.device))
+                shape = list(dims) if dims is not None else list(a.shape)
+                s = hidet.symbol(shape, str(a.dtype).replace('torch.', ''), _device_text(a.device))
                 values.append(s)
                 symbols.append(s)
             else:
@@ -215,11 +221,14 @@ class CompiledFx:
 
     def _key(self, args: Sequence[Any]) -> Tuple:
         key = []
-        for is_const, a in zip(self.constants, args):
+        for is_const, dims, a in zip(self.constants, self.symbolic, args):
             if is_const:
                 continue
-            if isinstance(a, torch.Tensor):
-                key.append((tuple(a.shape), a.dtype, a.device))
+            if dims is not None and not isinstance(dims, tuple):
+                key.append('symbolic')  # a SymInt placeholder: any value
+            elif isinstance(a, torch.Tensor):
+                shape = dims_text(dims) if dims is not None else tuple(a.shape)  # symbolic: any size
+                key.append((shape, a.dtype, a.device))
             else:
                 key.append(('value', repr(_plain(a))))
         return tuple(key)

@@ -21,6 +21,7 @@ import torch.fx
 
 import hidet
 from hidet.graph.tensor import Tensor
+from hidet.ir.expr import Expr
 from hidet.graph.operator import deferred_constants
 from hidet.graph.frontend.torch.registry import GUIDE, HidetModule, Registry, default_registry, target_name
 
@@ -86,8 +87,16 @@ def map_structure(value, fn: Callable[[Any], Any]):
 
 
 def leaves(value) -> List[Any]:
+    """The leaves of a structure; a slice's bounds count as leaves (``x[:, :seq]`` with a symbolic seq)."""
     found: List[Any] = []
-    map_structure(value, found.append)
+
+    def visit(v):
+        if isinstance(v, slice):
+            found.extend((v.start, v.stop, v.step))
+        else:
+            found.append(v)
+
+    map_structure(value, visit)
     return found
 
 
@@ -139,7 +148,10 @@ class Interpreter:
         return map_structure(value, lambda v: self.to_constant(v) if isinstance(v, torch.Tensor) else v)
 
     def is_dynamic(self, value) -> bool:
-        return any(isinstance(v, Tensor) and (v.is_symbolic() or id(v) in self._dynamic) for v in leaves(value))
+        """Whether ``value`` depends on the graph inputs: symbolic tensors, tensors computed from them, and
+        symbolic sizes (hidet expressions of dynamo's size symbols)."""
+        return any(isinstance(v, Expr) or isinstance(v, Tensor) and (v.is_symbolic() or id(v) in self._dynamic)
+                   for v in leaves(value))
 
     def mark_dynamic(self, value) -> None:
         for v in leaves(value):
@@ -279,13 +291,17 @@ class Interpreter:
         if example is None:
             return UNKNOWN
 
+        from hidet.graph.frontend.torch.dynamic_shapes import NotTranslatable, size_to_dim
+
         def convert(v):
-            if isinstance(v, torch.Tensor):
-                try:
-                    shape = [int(s) for s in v.shape]
-                except (TypeError, ValueError):  # symbolic sizes
-                    return UNKNOWN
-                return hidet.symbol(shape, str(v.dtype).replace('torch.', ''), _device_text(v.device))
+            try:
+                if isinstance(v, torch.Tensor):
+                    shape = [size_to_dim(s) for s in v.shape]
+                    return hidet.symbol(shape, str(v.dtype).replace('torch.', ''), _device_text(v.device))
+                if isinstance(v, torch.SymInt):
+                    return size_to_dim(v)
+            except NotTranslatable:
+                return UNKNOWN
             return v
 
         try:

@@ -18,7 +18,7 @@ from hidet import ops
 from hidet.graph.tensor import Tensor
 from hidet.graph.frontend.torch.registry import register_function
 from hidet.graph.frontend.torch.utils import (
-    as_float, dims_arg, is_tensor, shape_arg, to_hidet_device, to_hidet_dtype, to_torch_device, to_torch_dtype,
+    as_float, dims_arg, is_tensor, shape_arg, to_hidet_device, torch_size, to_hidet_dtype, to_torch_device, to_torch_dtype,
 )
 
 MinMax = namedtuple('MinMax', ['values', 'indices'])
@@ -46,7 +46,7 @@ def noop(*args, **kwargs):
 def getattr_(obj, name: str, *default):
     if is_tensor(obj):
         if name == 'shape':
-            return torch.Size(obj.shape)
+            return torch_size(obj.shape)
         if name == 'dtype':
             return to_torch_dtype(obj.dtype)
         if name == 'device':
@@ -630,3 +630,39 @@ def _like(value_fn):
 register_function(torch.zeros_like, torch.empty_like)(_like(lambda s, dt, dev: hidet.zeros(s, dt, dev)))
 register_function(torch.ones_like)(_like(lambda s, dt, dev: hidet.ones(s, dt, dev)))
 register_function(torch.full_like)(_like(lambda s, dt, dev, v: hidet.full(s, v, dt, dev)))
+
+
+# ---------------------------------------------------------------- symbolic sizes
+@register_function(torch.Size)
+def size_of(sizes=()):
+    return torch_size(list(sizes))
+
+
+# ---------------------------------------------------------------- creation of symbolic sizes
+# (with static sizes these calls have no dynamic argument: the interpreter runs them in torch at once)
+@register_function(torch.arange)
+def arange(*args, dtype=None, device=None, layout=None, pin_memory=False, requires_grad=False, out=None):
+    start, end, step = (0, args[0], 1) if len(args) == 1 else (args[0], args[1], args[2] if len(args) > 2 else 1)
+    if dtype is None:
+        dtype = torch.float32 if any(isinstance(v, float) for v in (start, end, step)) else torch.int64
+    return ops.arange(start, end, step, to_hidet_dtype(dtype), to_hidet_device(device) or 'cpu')
+
+
+def _filled(fill):
+    def convert(*size, dtype=None, device=None, layout=None, pin_memory=False, requires_grad=False, out=None,
+                memory_format=None):
+        return ops.full(shape_arg(size), fill, to_hidet_dtype(dtype) or hidet.float32,
+                        to_hidet_device(device) or 'cpu')
+
+    return convert
+
+
+register_function(torch.zeros, torch.empty)(_filled(0))
+register_function(torch.ones)(_filled(1))
+
+
+@register_function(torch.full)
+def full(size, fill_value, *, dtype=None, device=None, layout=None, pin_memory=False, requires_grad=False, out=None):
+    dtype = to_hidet_dtype(dtype) or (hidet.float32 if isinstance(fill_value, float) else
+                                      hidet.boolean if isinstance(fill_value, bool) else hidet.int64)
+    return ops.full(shape_arg([size]), fill_value, dtype, to_hidet_device(device) or 'cpu')

@@ -10,7 +10,7 @@ from hidet.graph.tensor import Tensor
 from hidet.graph.frontend.torch import register_functions as fn
 from hidet.graph.frontend.torch import register_nn_functions as nn_fn
 from hidet.graph.frontend.torch.registry import register_method
-from hidet.graph.frontend.torch.utils import is_tensor, shape_arg, to_hidet_device, to_hidet_dtype
+from hidet.graph.frontend.torch.utils import is_tensor, shape_arg, to_hidet_device, to_hidet_dtype, torch_size
 
 T = torch.Tensor
 
@@ -18,7 +18,7 @@ T = torch.Tensor
 # ---------------------------------------------------------------- metadata
 @register_method(T.size)
 def size(self: Tensor, dim: Optional[int] = None):
-    return torch.Size(self.shape) if dim is None else self.shape[dim]
+    return torch_size(self.shape) if dim is None else self.shape[dim]
 
 
 @register_method(T.dim, T.ndimension)

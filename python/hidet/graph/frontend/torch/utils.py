@@ -8,6 +8,7 @@ import torch
 
 import hidet
 from hidet.graph.tensor import Tensor
+from hidet.ir.expr import Expr
 from hidet.ir.dtypes import DataType, data_type
 
 
@@ -60,8 +61,8 @@ def dims_arg(dims) -> Optional[List[int]]:
 def shape_arg(args: Sequence[Any]) -> List[int]:
     """``(2, 3)``, ``([2, 3],)`` or ``(torch.Size([2, 3]),)`` (the ways torch takes a shape) as ``[2, 3]``."""
     if len(args) == 1 and isinstance(args[0], (list, tuple, torch.Size)):
-        return [int(s) for s in args[0]]
-    return [int(s) for s in args]
+        args = args[0]
+    return [s if isinstance(s, Expr) else int(s) for s in args]  # symbolic sizes stay expressions
 
 
 def pair(value: Union[int, Sequence[int]], n: int = 2) -> List[int]:
@@ -88,3 +89,8 @@ def as_float(x: Tensor) -> Tensor:
 def constant_like(value, like: Tensor, dtype=None) -> Tensor:
     """A concrete tensor holding ``value`` on ``like``'s device."""
     return hidet.asarray(value, dtype=dtype or like.dtype, device=like.device)
+
+
+def torch_size(shape) -> Any:
+    """A shape as torch.Size, or as a tuple where it has symbolic sizes (which torch.Size cannot hold)."""
+    return tuple(shape) if any(isinstance(d, Expr) for d in shape) else torch.Size(shape)

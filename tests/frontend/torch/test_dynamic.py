@@ -1,0 +1,125 @@
+"""torch.compile(backend='hidet') with dynamic shapes: dynamic=True, mark_dynamic and dynamo's automatic
+dynamic shapes give one symbolic hidet graph, built once and run at every size (compiles counted)."""
+import pytest
+import torch
+import torch.fx.experimental._config as fx_config
+
+from hidet.torch import hidet_backend
+
+from .models import GPTAttention, LlamaLayer, TransformerBlock
+from .utils import assert_close
+
+
+class CountingBackend:
+    """hidet's backend, counting dynamo's compiles and keeping what it returned."""
+
+    def __init__(self):
+        self.compiled = []
+
+    def __call__(self, gm, example_inputs):
+        result = hidet_backend(gm, example_inputs)
+        self.compiled.append(result)
+        return result
+
+    @property
+    def builds(self) -> int:
+        """Builds of hidet graphs across all of dynamo's compiles."""
+        return sum(len(c.compiled_graphs) for c in self.compiled)
+
+
+@pytest.fixture
+def size_oblivious():
+    """Without this, dynamo specializes a size it first sees as 1 (and guards that others are >= 2)."""
+    with fx_config.patch(backed_size_oblivious=True):
+        torch._dynamo.reset()
+        yield
+    torch._dynamo.reset()
+
+
+def _run_sizes(model, make_inputs, sizes, backend, **compile_kwargs):
+    compiled = torch.compile(model, backend=backend, **compile_kwargs)
+    with torch.no_grad():
+        for size in sizes:
+            inputs = make_inputs(*size)
+            assert_close(compiled(*inputs), model(*inputs))
+    return compiled
+
+
+def _symbolic_inputs(backend: CountingBackend):
+    graphs = [g for c in backend.compiled for g in c.flow_graphs]
+    assert len(graphs) == 1
+    return [t.shape for t in graphs[0].inputs]
+
+
+def test_dynamic_true_gpt_block_compiles_once(size_oblivious):
+    torch.manual_seed(0)
+    backend = CountingBackend()
+    sizes = [(4, 8), (1, 5), (3, 16), (16, 2), (2, 8)]
+    _run_sizes(GPTAttention().eval(), lambda b, s: [torch.randint(0, 50, (b, s))], sizes, backend, dynamic=True)
+    assert len(backend.compiled) == 1 and backend.builds == 1
+    (shape,) = _symbolic_inputs(backend)
+    assert all(not isinstance(d, int) for d in shape), shape  # batch and sequence are symbols
+
+
+def test_dynamic_true_transformer_and_llama(size_oblivious):
+    torch.manual_seed(0)
+    backend = CountingBackend()
+    # (batch 1 would recompile: torch's own multi_head_attention_forward guards on it)
+    _run_sizes(TransformerBlock().eval(), lambda b, s: [torch.randn(b, s, 16)], [(2, 5), (3, 9), (4, 2)], backend,
+               dynamic=True)
+    assert len(backend.compiled) == 1 and backend.builds == 1
+
+    def llama_inputs(b, s):  # (contiguous: an expanded view's strides change at batch 1, and dynamo recompiles)
+        return [torch.randn(b, s, 32), torch.arange(s)[None].expand(b, s).contiguous()]
+
+    backend = CountingBackend()
+    # (batch or sequence 1 would recompile: torch's matmul decomposition of the rotary table guards on it)
+    _run_sizes(LlamaLayer().eval(), llama_inputs, [(2, 6), (3, 11), (4, 3)], backend, dynamic=True)
+    assert len(backend.compiled) == 1 and backend.builds == 1
+
+
+def test_mark_dynamic_keeps_other_dims_static():
+    torch.manual_seed(0)
+    torch._dynamo.reset()
+    model = torch.nn.Sequential(torch.nn.Linear(12, 24), torch.nn.GELU(), torch.nn.Linear(24, 6)).eval()
+    backend = CountingBackend()
+    compiled = torch.compile(model, backend=backend)
+    with torch.no_grad():
+        for batch in (3, 7, 64, 5):
+            x = torch.randn(batch, 12)
+            torch._dynamo.mark_dynamic(x, 0)
+            assert_close(compiled(x), model(x))
+    assert len(backend.compiled) == 1 and backend.builds == 1
+    (shape,) = _symbolic_inputs(backend)
+    assert not isinstance(shape[0], int) and shape[1] == 12
+
+
+def test_automatic_dynamic_after_one_recompile():
+    """dynamo compiles static first; a second size makes the changed dimension dynamic (one recompile), and
+    later sizes run on that graph."""
+    torch.manual_seed(0)
+    torch._dynamo.reset()
+    model = GPTAttention().eval()
+    backend = CountingBackend()
+    _run_sizes(model, lambda b, s: [torch.randint(0, 50, (b, s))], [(2, 5), (2, 9), (2, 3), (2, 12)], backend)
+    assert len(backend.compiled) == 2 and backend.builds == 2
+    static, dynamic = ([g.inputs[0].shape for g in c.flow_graphs] for c in backend.compiled)
+    assert static == [(2, 5)]
+    assert dynamic[0][0] == 2 and not isinstance(dynamic[0][1], int)
+
+
+def test_symint_inputs_and_sizes_in_the_graph(size_oblivious):
+    """Sizes flow through the graph as SymInt placeholders and Python arithmetic on them (view, expand,
+    arange, zeros of a symbolic size)."""
+    torch.manual_seed(0)
+
+    def f(x):
+        b, s, d = x.shape
+        pos = torch.arange(s, device=x.device).float()
+        pad = torch.zeros(b, 1, d)
+        y = torch.cat([x + pos[None, :, None], pad], dim=1)   # [b, s + 1, d]
+        return y.view(b * (s + 1), d).sum(-1).view(b, s + 1)[:, :-1] * 2
+
+    backend = CountingBackend()
+    _run_sizes(f, lambda b, s: [torch.randn(b, s, 4)], [(2, 3), (5, 7), (1, 2)], backend, dynamic=True)
+    assert len(backend.compiled) == 1 and backend.builds == 1
