@@ -149,12 +149,17 @@ void bind_graph(py::module_& m) {
           "Names of the symbolic dimensions, in the order run() takes their values.")
       .def(
           "cuda_graph",
-          [](const Graph& g) {
+          [](const Graph& g, const std::vector<int64_t>& dims) {
             auto cg = std::make_shared<CudaGraph>();
-            nogil([&] { return hidet_graph_cuda_graph_create(g.handle, &cg->handle); });
+            nogil([&] {
+              return hidet_graph_cuda_graph_create_dims(g.handle, dims.data(), static_cast<int32_t>(dims.size()),
+                                                        &cg->handle);
+            });
             return cg;
           },
-          "Capture the graph into a CUDA graph (an error for a CPU graph).");
+          py::arg("dims") = std::vector<int64_t>{},
+          "Capture the graph into a CUDA graph (an error for a CPU graph), at the symbols' values `dims` for a "
+          "graph with symbolic dimensions.");
 }
 
 }  // namespace python

@@ -1,5 +1,6 @@
 // CUDA graphs of a compiled graph (graph.hpp): captured once with static buffers, replayed with the
-// caller's inputs and outputs copied in and out on the caller's stream.
+// caller's inputs and outputs copied in and out on the caller's stream. A graph with symbolic dimensions is
+// captured at one set of their values (one CUDA graph per shape: the Python side keeps the recent ones).
 #include <cstdio>
 
 #include "graph.hpp"
@@ -23,12 +24,14 @@ void destroy_quietly(void* exec, void* graph, void* event) {
 
 }  // namespace
 
-CudaGraph::CudaGraph(std::shared_ptr<Graph> graph) : graph_(std::move(graph)) {
-  const Graph& g = *graph_;
+CudaGraph::CudaGraph(std::shared_ptr<Graph> graph, const std::vector<int64_t>& symbols) : graph_(std::move(graph)) {
+  Graph& g = *graph_;
   HIDET_CHECK(g.device().is_cuda(), "artifact ", g.source(), " was built for the CPU; CUDA graphs need a graph built ",
               "for CUDA");
-  HIDET_CHECK(!g.manifest().symbolic(), "artifact ", g.source(), " has symbolic dimensions; a CUDA graph is captured "
-              "for one shape: run it with hidet_graph_run_tensors (per-shape capture is not supported yet)");
+  // a symbolic graph is captured at one set of symbol values (Graph::plan checks their count)
+  plan_ = g.manifest().symbolic() || !symbols.empty() ? g.plan(symbols)
+                                                      : std::shared_ptr<const Graph::Plan>(graph_, &g.static_plan());
+  const Graph::Plan& plan = *plan_;
   const Device device = g.device();
   const artifact::Manifest& m = g.manifest();
   cuda::set_device(device.index);
@@ -38,21 +41,21 @@ CudaGraph::CudaGraph(std::shared_ptr<Graph> graph) : graph_(std::move(graph)) {
   std::vector<const void*> in_ptrs;
   std::vector<void*> out_ptrs;
   for (const auto& io : m.inputs) {
-    static_inputs_.push_back(Storage::allocate(device, m.tensors[io.tensor].nbytes, s));
+    static_inputs_.push_back(Storage::allocate(device, plan.nbytes[io.tensor], s));
     in_ptrs.push_back(static_inputs_.back()->ptr());
   }
   for (const auto& io : m.outputs) {
-    static_outputs_.push_back(Storage::allocate(device, m.tensors[io.tensor].nbytes, s));
+    static_outputs_.push_back(Storage::allocate(device, plan.nbytes[io.tensor], s));
     out_ptrs.push_back(static_outputs_.back()->ptr());
   }
-  if (m.arena_nbytes > 0) arena_ = Storage::allocate(device, m.arena_nbytes, s);
+  if (plan.arena_nbytes > 0) arena_ = Storage::allocate(device, plan.arena_nbytes, s);
   // Cached blocks may still be in use by work of an earlier stream with the same handle; the
   // replays run on other streams, so wait for all work once.
   cuda::device_synchronize(device.index);
 
   cuda::stream_begin_capture(s);
   try {
-    g.execute(in_ptrs.data(), out_ptrs.data(), arena_ ? arena_->ptr() : nullptr, s, g.static_plan());
+    g.execute(in_ptrs.data(), out_ptrs.data(), arena_ ? arena_->ptr() : nullptr, s, plan);
   } catch (...) {
     try {  // end the (invalidated) capture, so the stream can be destroyed
       void* broken = cuda::stream_end_capture(s);
@@ -82,7 +85,7 @@ CudaGraph::~CudaGraph() {
 
 void CudaGraph::run(const void* const* inputs, int32_t num_inputs, void* const* outputs, int32_t num_outputs,
                     void* stream) {
-  graph_->check_buffers(inputs, num_inputs, outputs, num_outputs, graph_->static_plan());
+  graph_->check_buffers(inputs, num_inputs, outputs, num_outputs, *plan_);
   const artifact::Manifest& m = graph_->manifest();
   cuda::set_device(graph_->device().index);
   std::lock_guard<std::mutex> lock(mutex_);
@@ -90,11 +93,11 @@ void CudaGraph::run(const void* const* inputs, int32_t num_inputs, void* const* 
   // overwrites the static buffers. Waiting on a never-recorded event is a no-op.
   cuda::stream_wait_event(stream, done_event_);
   for (size_t i = 0; i < static_inputs_.size(); ++i) {
-    cuda::memcpy_async(static_inputs_[i]->ptr(), inputs[i], m.tensors[m.inputs[i].tensor].nbytes, stream);
+    cuda::memcpy_async(static_inputs_[i]->ptr(), inputs[i], plan_->nbytes[m.inputs[i].tensor], stream);
   }
   cuda::graph_launch(exec_, stream);
   for (size_t i = 0; i < static_outputs_.size(); ++i) {
-    cuda::memcpy_async(outputs[i], static_outputs_[i]->ptr(), m.tensors[m.outputs[i].tensor].nbytes, stream);
+    cuda::memcpy_async(outputs[i], static_outputs_[i]->ptr(), plan_->nbytes[m.outputs[i].tensor], stream);
   }
   cuda::event_record(done_event_, stream);
 }

@@ -101,16 +101,20 @@ class Graph {
 // on several streams or threads are safe (they are serialized on the device).
 class CudaGraph {
  public:
-  explicit CudaGraph(std::shared_ptr<Graph> graph);  // throws for a CPU graph
+  // Captured at `symbols` (the values of the graph's symbolic dimensions, manifest order; empty for a
+  // static graph): one shape per CUDA graph. Throws for a CPU graph.
+  explicit CudaGraph(std::shared_ptr<Graph> graph, const std::vector<int64_t>& symbols = {});
   ~CudaGraph();
   CudaGraph(const CudaGraph&) = delete;
   CudaGraph& operator=(const CudaGraph&) = delete;
 
   void run(const void* const* inputs, int32_t num_inputs, void* const* outputs, int32_t num_outputs, void* stream);
   const Graph& graph() const { return *graph_; }
+  const std::vector<int64_t>& symbols() const { return plan_->symbols; }
 
  private:
   std::shared_ptr<Graph> graph_;  // kept alive: its kernels and weights are in the captured graph
+  std::shared_ptr<const Graph::Plan> plan_;  // the layout (and sizes) of the captured shape
   std::vector<std::shared_ptr<Storage>> static_inputs_, static_outputs_;
   std::shared_ptr<Storage> arena_;
   void* cu_graph_ = nullptr;

@@ -43,8 +43,8 @@ void run_checked(hidet::Graph& g, const DLTensor* inputs, int32_t num_inputs, co
 
 void run_checked(hidet::CudaGraph& cg, const DLTensor* inputs, int32_t num_inputs, const DLTensor* outputs,
                  int32_t num_outputs, void* stream) {
-  std::vector<void*> in = hidet::checked_data(cg.graph(), inputs, num_inputs, false);
-  std::vector<void*> out = hidet::checked_data(cg.graph(), outputs, num_outputs, true);
+  std::vector<void*> in = hidet::checked_data(cg.graph(), inputs, num_inputs, false, cg.symbols());
+  std::vector<void*> out = hidet::checked_data(cg.graph(), outputs, num_outputs, true, cg.symbols());
   cg.run(in.data(), num_inputs, out.data(), num_outputs, stream);
 }
 
@@ -218,10 +218,17 @@ int hidet_graph_run_alloc(HidetGraphHandle graph, const DLTensor* inputs, int32_
 }
 
 int hidet_graph_cuda_graph_create(HidetGraphHandle graph, HidetCudaGraphHandle* out_cuda_graph) {
+  return hidet_graph_cuda_graph_create_dims(graph, nullptr, 0, out_cuda_graph);
+}
+
+int hidet_graph_cuda_graph_create_dims(HidetGraphHandle graph, const int64_t* dims, int32_t num_dims,
+                                       HidetCudaGraphHandle* out_cuda_graph) {
   API_BEGIN();
   CHECK_NOT_NULL(graph);
   CHECK_NOT_NULL(out_cuda_graph);
-  *out_cuda_graph = new HidetCudaGraph_{std::make_unique<hidet::CudaGraph>(graph->graph)};
+  HIDET_CHECK(num_dims == 0 || dims != nullptr, "dims is NULL but num_dims is ", num_dims);
+  std::vector<int64_t> symbols(dims, dims + num_dims);
+  *out_cuda_graph = new HidetCudaGraph_{std::make_unique<hidet::CudaGraph>(graph->graph, symbols)};
   API_END();
 }
 

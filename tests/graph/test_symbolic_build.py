@@ -167,3 +167,19 @@ def test_creation_and_slices_of_symbolic_sizes(device):
         outs = compiled.run([a])
         for got, want in zip(outs, reference(a)):
             torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.cuda
+def test_cuda_graphs_one_per_shape_least_recently_used_dropped():
+    graph, reference = _mlp_graph('cuda')
+    compiled = graph.build()
+    graphs = compiled.cuda_graph(max_shapes=2)
+    for i, batch in enumerate([2, 5, 2, 7, 5, 5]):
+        a = torch.randn(batch, 16, device='cuda')
+        for out, exp in zip(graphs.run([a]), reference(a.cpu())):
+            torch.testing.assert_close(out.cpu(), exp, rtol=1e-4, atol=1e-4)
+    # 2, 5 captured; 2 replayed; 7 captured (5 dropped: least recently used); 5 captured again, replayed
+    assert graphs.captures == 4
+    assert graphs.shapes == [{'batch': 7}, {'batch': 5}]
+    with pytest.raises(ValueError, match='max_shapes'):
+        compiled.cuda_graph(max_shapes=0)

@@ -348,6 +348,15 @@ HIDET_API int hidet_graph_run_alloc(HidetGraphHandle graph, const DLTensor* inpu
 HIDET_API int hidet_graph_cuda_graph_create(HidetGraphHandle graph, HidetCudaGraphHandle* out_cuda_graph);
 
 /*!
+ * \brief hidet_graph_cuda_graph_create for a graph with symbolic dimensions: captured at one shape, the
+ * symbols' values `dims` (hidet_graph_num_symbols of them, in hidet_graph_symbol_name order). Its replays take
+ * tensors of that shape only; capture one CUDA graph per shape (the Python runtime keeps the most recently used
+ * ones, CompiledGraph.cuda_graph()).
+ */
+HIDET_API int hidet_graph_cuda_graph_create_dims(HidetGraphHandle graph, const int64_t* dims, int32_t num_dims,
+                                                 HidetCudaGraphHandle* out_cuda_graph);
+
+/*!
  * \brief Replay a CUDA graph on `stream`: copy the caller's inputs into the static inputs, launch
  * the graph, copy the static outputs into the caller's outputs, all enqueued on `stream`. A later
  * replay (on any stream) waits until this one's outputs are copied out, so results handed out are

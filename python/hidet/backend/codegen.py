@@ -398,14 +398,15 @@ def _script_entry(gen: CodeGen, f: Function) -> List[str]:
         '  return 0;', '}', '']
 
 
-def forwarding_launch(label: str, kernel: str, num_buffers: int) -> List[str]:
+def forwarding_launch(label: str, kernel: str, num_buffers: int, num_dims: int = 0) -> List[str]:
     """A ``launch`` entry (kernel ABI) for a template's library: checks the buffer count, then calls the
-    Hidet Script kernel's own entry point with the same buffers and no scalars."""
+    Hidet Script kernel's own entry point with the same buffers and the ``num_dims`` symbolic dimensions
+    (its scalar parameters)."""
     return ['HIDET_KERNEL_EXPORT int32_t launch(void* const* buffers, int32_t num_buffers, const int64_t* dims, '
             'int32_t num_dims, void* stream) {',
             f'  if (num_buffers != {num_buffers})',
             f'    return hidet::fail("{label}: expected {num_buffers} buffers, got " + std::to_string(num_buffers));',
-            f'  return {kernel}(buffers, {num_buffers}, dims, 0, stream);',
+            f'  return {kernel}(buffers, {num_buffers}, dims, {num_dims}, stream);',
             '}', '']
 
 

@@ -38,10 +38,11 @@ def task_sources(jobs: Sequence[Tuple[Task, str]], space: int = 0) -> List[str]:
     from hidet.drivers.tuning import choose_configs
 
     found = [templates.find(task, target) for task, target in jobs]
-    tuned = [(task, target, t) for (task, target), t in zip(jobs, found) if t is not None]
+    points = [t.points(task, target) if t is not None else [] for (task, target), t in zip(jobs, found)]
+    tuned = [p for ps in points for p in ps]
     configs = iter(choose_configs(tuned, space) if tuned else [])
-    return [generate(schedule_task(task, target)) if t is None else t.source(next(configs))
-            for (task, target), t in zip(jobs, found)]
+    return [generate(schedule_task(task, target)) if t is None else t.source_of([next(configs) for _ in ps])
+            for (task, target), t, ps in zip(jobs, found, points)]
 
 
 def build_tasks(jobs: Sequence[Tuple[Task, str]], space: int = 0) -> List[CompiledModule]:

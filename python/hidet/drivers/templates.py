@@ -10,7 +10,12 @@ A template object (what a finder returns for one task) provides:
 - ``source(config, fallback=True)``: the CUDA / C++ source of the task's kernel library (the ``launch``
   entry of the kernel ABI); ``fallback=False`` for tuning candidates, which may then leave out the slow
   path for misaligned buffers;
-- ``config_to_json(config)`` / ``config_from_json(obj)``: how a chosen config is stored.
+- ``config_to_json(config)`` / ``config_from_json(obj)``: how a chosen config is stored;
+- ``points(task, target)`` / ``source_of(configs)``: the (task, target, template) whose configs the tuner
+  chooses, and the source from those configs. A template is its own single point by default; a template of
+  a task with symbolic dimensions may serve it by ranges of sizes instead, each range tuned as a static task
+  at a size of its own, and the library's ``launch`` entry picking the range at run time (a dispatch chosen
+  at build time, persisted with the kernels).
 """
 from __future__ import annotations
 
@@ -40,6 +45,12 @@ class Template:
     def default(self):
         return self.space(0)[0]
 
+    def points(self, task: Task, target: str) -> List[tuple]:
+        return [(task, target, self)]
+
+    def source_of(self, configs: List[Any]) -> str:
+        return self.source(configs[0])
+
     @staticmethod
     def config_to_json(config) -> dict:
         return config.as_dict()
@@ -66,9 +77,7 @@ def find(task: Task, target: str) -> Optional[object]:
     """The template for ``task`` on ``target``, or None (the auto-scheduler runs it)."""
     import hidet.graph.ops  # noqa: F401  (operator families register their templates on import)
 
-    if task.symbols():  # templates are written for static shapes; symbolic ones take the auto-scheduler
-        return None
-    for finder in _FINDERS:
+    for finder in _FINDERS:  # (a finder returns None for the symbolic tasks its template cannot serve)
         template = finder(task, target)
         if template is not None:
             return template

@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import Callable, Dict, List, Optional
 
 from hidet.ir.compute import GridCompute, ReduceCompute, TensorNode
-from hidet.ir.expr import Binary, Call, Cast, Constant, Expr, Select, TensorElement, Unary, Var
+from hidet.ir.expr import Binary, BufferLoad, Call, Cast, Constant, Expr, Select, TensorElement, Unary, Var
 
 
 def children(node) -> tuple:
@@ -21,6 +21,8 @@ def children(node) -> tuple:
         return node.cond, node.t, node.f
     if isinstance(node, TensorElement):
         return (node.tensor,) + node.indices
+    if isinstance(node, BufferLoad):
+        return (node.index,)
     if isinstance(node, ReduceCompute):
         return (node.value,)
     if isinstance(node, TensorNode):
@@ -69,6 +71,9 @@ def rewrite(expr: Expr, fn: Callable[[Expr], Optional[Expr]]) -> Expr:
         elif isinstance(e, TensorElement):
             idx = tuple(visit(i) for i in e.indices)
             new = e if idx == e.indices else TensorElement(e.tensor, idx)
+        elif isinstance(e, BufferLoad):  # (lowered reads: an index read from another buffer)
+            index = visit(e.index)
+            new = e if index is e.index else BufferLoad(e.buffer, index, e.dtype)
         elif isinstance(e, ReduceCompute):
             v = visit(e.value)
             new = e if v is e.value else ReduceCompute(e.axes, e.shape, v, e.kind, e.acc_dtype, e.dtype)

@@ -42,6 +42,36 @@ class Task:
         exprs += [d for t in self.inputs for d in t.shape]
         return symbols_of(exprs)
 
+    def instantiate(self, values: Dict[str, int]) -> 'Task':
+        """The task with its symbolic dimensions taken at ``values`` ({name: size}): a static task (what a
+        template tunes at, for the range of sizes it serves)."""
+        from hidet.ir.compute import GridCompute, ReduceCompute, TensorNode
+        from hidet.ir.expr import Constant, SymbolVar, TensorElement, evaluate_dim
+        from hidet.ir.functors import rewrite
+
+        nodes: Dict[int, TensorNode] = {}
+
+        def size(d):
+            return evaluate_dim(d, values)
+
+        def fn(e):
+            if isinstance(e, SymbolVar):
+                return Constant(values[e.name], e.dtype)
+            if isinstance(e, TensorElement):
+                return TensorElement(node(e.tensor), e.indices)
+            if isinstance(e, ReduceCompute):
+                return ReduceCompute(e.axes, [size(d) for d in e.shape], e.value, e.kind, e.acc_dtype, e.dtype)
+            return None
+
+        def node(t: TensorNode) -> TensorNode:
+            if id(t) not in nodes:
+                d = t.definition
+                definition = None if d is None else GridCompute(d.axes, rewrite(d.value, fn))
+                nodes[id(t)] = TensorNode(t.name, t.dtype, [size(s) for s in t.shape], definition)
+            return nodes[id(t)]
+
+        return Task(self.name, [node(t) for t in self.inputs], [node(t) for t in self.outputs], self.attrs)
+
     def text(self) -> str:
         """Canonical text: every tensor definition in dependency order, then the attributes."""
         namer = Namer()

@@ -17,7 +17,7 @@ import textwrap
 from typing import Dict, List, Optional
 
 from hidet.ir.dtypes import DataType
-from hidet.ir.expr import BufferLoad, Expr, Var, convert
+from hidet.ir.expr import BufferLoad, Expr, SymbolVar, Var, convert
 from hidet.ir.lowlevel import FunctionCall, PrimCall
 from hidet.ir.stmt import For, Function, Seq, Stmt
 from hidet.ir.type import PointerType, TensorType, is_pointer, is_scalar, is_tensor, type_of, void
@@ -243,7 +243,8 @@ class Transpiler(StmtTranslator, ExprTranslator):
                                        f'got {describe(v)}')
             if isinstance(v, Expr):
                 for e in iter_exprs(v):
-                    if isinstance(e, Var) and id(e) not in params:
+                    # (symbolic dimensions: scalars the builder of a template appends to the parameters)
+                    if isinstance(e, Var) and id(e) not in params and not isinstance(e, SymbolVar):
                         raise self.error(node, f"attr.{key} may only use the function's scalar parameters, "
                                                f"not '{e.name}'")
                     if isinstance(e, (PrimCall, BufferLoad, FunctionCall)):

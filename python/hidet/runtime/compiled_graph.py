@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Dict, List, Optional, Sequence, Tuple
+from collections import OrderedDict
+from typing import Dict, List, Optional, Sequence, Tuple, Union
 
 from hidet import _C
 from hidet.ir.dtypes import DataType, data_type
@@ -73,15 +74,16 @@ class CompiledGraph:
         self._graph.run(in_addrs, out_addrs, self._stream(inputs, stream), [values[n] for n in self.symbols])
         return outputs
 
-    def cuda_graph(self) -> 'CudaGraph':
+    def cuda_graph(self, max_shapes: int = 16) -> Union['CudaGraph', 'CudaGraphs']:
         """The graph captured into a CUDA graph: ``run(inputs)`` replays it (inputs copied into the
         graph's static buffers, outputs copied out into fresh tensors, so later replays never
-        overwrite results already returned)."""
+        overwrite results already returned). A graph with symbolic dimensions gives CudaGraphs: one CUDA
+        graph per shape, captured on the first run at that shape, the ``max_shapes`` most recently used kept
+        (each holds buffers of its shape)."""
         if self.target != 'cuda':
             raise RuntimeError('cuda_graph() needs a graph built for CUDA; this one was built for the CPU')
         if self.symbols:
-            raise RuntimeError(f'cuda_graph() captures one shape; this graph has symbolic dimensions '
-                               f'({", ".join(self.symbols)}): run it with run() (per-shape capture is not there yet)')
+            return CudaGraphs(self, max_shapes)
         return CudaGraph(self, self._graph.cuda_graph())
 
     def _check_inputs(self, inputs: Sequence) -> Tuple[List[int], bool, Dict[str, int]]:
@@ -181,6 +183,45 @@ class CudaGraph:
         in_addrs, is_torch, values = self.graph._check_inputs(inputs)
         outputs = self.graph._new_outputs(is_torch, values)
         self._handle.run(in_addrs, [t.data_ptr() for t in outputs], self.graph._stream(inputs, stream))
+        return outputs
+
+    def __call__(self, *inputs):
+        outputs = self.run(inputs)
+        return outputs[0] if len(outputs) == 1 else outputs
+
+
+class CudaGraphs:
+    """CUDA graphs of a graph with symbolic dimensions (CompiledGraph.cuda_graph()): one per shape (set of
+    symbol values), captured when a run first meets it; at most ``max_shapes`` are kept, the least recently
+    used dropped (its buffers freed) when another is captured."""
+
+    def __init__(self, graph: CompiledGraph, max_shapes: int = 16):
+        if max_shapes < 1:
+            raise ValueError(f'max_shapes must be at least 1, got {max_shapes}')
+        self.graph = graph
+        self.max_shapes = max_shapes
+        self._graphs: 'OrderedDict[Tuple[int, ...], object]' = OrderedDict()
+        self.captures = 0  # CUDA graphs captured so far (a shape dropped and met again counts again)
+
+    @property
+    def shapes(self) -> List[Dict[str, int]]:
+        """The symbol values of the kept CUDA graphs, least recently used first."""
+        return [dict(zip(self.graph.symbols, key)) for key in self._graphs]
+
+    def run(self, inputs: Sequence, stream: Optional[int] = None) -> list:
+        in_addrs, is_torch, values = self.graph._check_inputs(inputs)
+        key = tuple(values[name] for name in self.graph.symbols)
+        handle = self._graphs.get(key)
+        if handle is None:
+            handle = self.graph._graph.cuda_graph(list(key))
+            self.captures += 1
+            self._graphs[key] = handle
+            while len(self._graphs) > self.max_shapes:
+                self._graphs.popitem(last=False)
+        else:
+            self._graphs.move_to_end(key)
+        outputs = self.graph._new_outputs(is_torch, values)
+        handle.run(in_addrs, [t.data_ptr() for t in outputs], self.graph._stream(inputs, stream))
         return outputs
 
     def __call__(self, *inputs):

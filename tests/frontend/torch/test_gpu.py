@@ -180,5 +180,30 @@ def test_transformers(name, dtype, batch):
     _check(LastHidden(model), [ids], dtype)
 
 
+@pytest.mark.parametrize('name', ['bert', 'gpt2'])
+def test_dynamic_shapes_transformers(name):
+    """Compiled once with dynamic batch and sequence length (float16, CUDA graphs per shape), run at several
+    sizes without recompiling, each matching eager."""
+    import torch.fx.experimental._config as fx_config
+
+    torch.manual_seed(0)
+    model = _transformers_model(name).cuda().half().eval()
+    model.config.return_dict = False
+    compiles = []
+
+    def backend(gm, example_inputs):
+        compiles.append(gm)
+        return dynamo_backend.hidet_backend(gm, example_inputs)
+
+    torch._dynamo.reset()
+    with fx_config.patch(backed_size_oblivious=True), torch.no_grad():
+        compiled = torch.compile(lambda ids: model(ids)[0], backend=backend, dynamic=True)
+        for batch, seq in [(4, 32), (1, 7), (16, 100), (2, 128), (1, 32)]:
+            ids = torch.randint(0, 1000, (batch, seq), device='cuda')
+            torch.testing.assert_close(compiled(ids).float(), model(ids)[0].float(), rtol=2e-2, atol=2e-2)
+    assert len(compiles) == 1
+    torch._dynamo.reset()
+
+
 def test_backend_module_is_importable():
     assert dynamo_backend.hidet_backend is hidet.torch.hidet_backend

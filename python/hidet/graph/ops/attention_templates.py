@@ -16,7 +16,7 @@ from typing import List, Optional
 
 from hidet.ir.dtypes import float32
 from hidet.drivers.templates import Template
-from hidet.ir.expr import BufferLoad, Var, cast, convert
+from hidet.ir.expr import BufferLoad, SymbolVar, Var, cast, convert
 from hidet.ir.schedulers.lowering import prod as _prod
 from hidet.ir.task import Task
 from hidet.ir.type import TensorType
@@ -156,7 +156,7 @@ def _cuda_module(shape: AttentionShape, cfg: AttentionConfig):
         @hidet.script
         def cuda_attention():
             attr.func_name = name
-            attr.cuda_grid_dim = -(-SQ // ROWS), NB
+            attr.cuda_grid_dim = (SQ + (ROWS - 1)) // ROWS, NB
             attr.cuda_block_dim = THREADS
             qs = shared_tensor(f32, [ROWS, D])
             ks = shared_tensor(f32, [KT, D + 1])  # padded: lane l reads row l without bank conflicts
@@ -217,6 +217,7 @@ def _cuda_module(shape: AttentionShape, cfg: AttentionConfig):
 
     kernel = module.functions[-1]
     kernel.params[:0] = shape.ins + [out]
+    kernel.params += [SymbolVar(name) for name in shape.task.symbols()]  # (batch, sequence lengths)
     return module
 
 
@@ -245,7 +246,8 @@ class AttentionTemplate(Template):
         build = _cpu_module if self.target == 'cpu' else _cuda_module
         script = generate(build(self.shape, config).ir_module())
         kernel = _kernel_name(self.shape, config, self.target)
-        return '\n'.join([script, ''] + forwarding_launch('attention', kernel, len(self.shape.ins) + 1))
+        return '\n'.join([script, ''] + forwarding_launch('attention', kernel, len(self.shape.ins) + 1,
+                                                           len(self.shape.task.symbols())))
 
     def check(self, config: AttentionConfig) -> str:
         return '' if config in self.space(2) else f'{config.name()} is not a config of {self.name} on {self.target}'
@@ -255,6 +257,10 @@ def find_attention_template(task: Task, target: str) -> Optional[AttentionTempla
     if task.name != 'attention' or 'causal' not in task.attrs:
         return None
     q, k, v = task.inputs[:3]
+    if not (isinstance(q.shape[-1], int) and isinstance(v.shape[-1], int)):
+        return None
+    if task.symbols() and target != 'cuda':  # the CPU kernel keeps a row of scores on the stack: static lengths
+        return None
     if target == 'cpu' and k.shape[-2] <= CPU_MAX_KEYS:
         return AttentionTemplate(task, target)
     if target == 'cuda' and q.shape[-1] <= CUDA_MAX_HEAD and v.shape[-1] <= CUDA_MAX_HEAD:

@@ -53,6 +53,8 @@ CPU_DTYPES = ('float32', 'float16', 'bfloat16')
 
 
 def find_matmul_template(task: Task, target: str, arch: Optional[str] = None):
+    if task.symbols():
+        return _find_symbolic(task, target, arch)
     if target == 'cpu':
         from .cpu import CpuMatmulTemplate
 
@@ -87,6 +89,28 @@ def find_matmul_template(task: Task, target: str, arch: Optional[str] = None):
     if spec.merged_epilogue:  # not yet run on a GPU with this template: the auto-scheduler keeps these
         return None
     return MmaMatmulTemplate(spec)
+
+
+def _find_symbolic(task: Task, target: str, arch: Optional[str]):
+    """A symbolic m (the rows of a linear layer on [batch, seq, k]) on CUDA: the dispatch over ranges of m
+    (dispatch.py); other symbolic GEMMs take the auto-scheduler."""
+    from .dispatch import SymbolicMmaTemplate, symbolic_ok
+
+    if target != 'cuda':
+        return None
+    dtypes = MMA_DTYPES + ('float32',) if task.attrs.get('tf32') else MMA_DTYPES
+    try:
+        spec = match_gemm(task, dtypes)
+    except NotGemm:
+        return None
+    if not symbolic_ok(spec) or spec.merged_epilogue:
+        return None
+    if find_matmul_template(task.instantiate({s: 64 for s in task.symbols()}), target, arch) is None:
+        return None  # (the architecture, or a static shape rule, turns the template down)
+    try:
+        return SymbolicMmaTemplate(spec, target, lambda t: find_matmul_template(t, target, arch))
+    except NotGemm:
+        return None
 
 
 def _register() -> None:

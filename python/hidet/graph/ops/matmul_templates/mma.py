@@ -74,12 +74,18 @@ def smem_bytes(spec: GemmSpec, cfg: MmaConfig) -> int:
     return max(pipeline, staging)
 
 
-def tiles(spec: GemmSpec, cfg: MmaConfig) -> int:
-    return -(-spec.m // cfg.bm) * -(-spec.n // cfg.bn) * spec.batch
+def cdiv(a, b):
+    """ceil(a / b) of sizes, ints or symbolic."""
+    return -(-a // b) if isinstance(a, int) and isinstance(b, int) else (a + (b - 1)) // b
 
 
-def workspace_floats(spec: GemmSpec, cfg: MmaConfig) -> int:
-    return tiles(spec, cfg) * cfg.split_k * cfg.bm * cfg.bn if cfg.split_k > 1 else 0
+def tiles(spec: GemmSpec, cfg: MmaConfig, m=None) -> int:
+    """Output tiles (at ``m`` rows in place of the spec's m: the bound of a symbolic m's range)."""
+    return -(-(spec.m if m is None else m) // cfg.bm) * -(-spec.n // cfg.bn) * spec.batch
+
+
+def workspace_floats(spec: GemmSpec, cfg: MmaConfig, m=None) -> int:
+    return tiles(spec, cfg, m) * cfg.split_k * cfg.bm * cfg.bn if cfg.split_k > 1 else 0
 
 
 def check_config(spec: GemmSpec, cfg: MmaConfig) -> str:
@@ -99,6 +105,8 @@ def check_config(spec: GemmSpec, cfg: MmaConfig) -> str:
         return 'each thread stores whole vectors of the output tile'
     if smem_bytes(spec, c) > MAX_SMEM:
         return 'too much shared memory'
+    if c.split_k > 1 and not isinstance(spec.m, int):
+        return 'split-k needs a static m (or a bounded range of a symbolic one: see dispatch.py)'
     if c.split_k > 1 and workspace_floats(spec, c) * 4 > MAX_WORKSPACE_BYTES:
         return 'the split-k workspace is too large'
     if c.split_k > 1:
@@ -123,16 +131,19 @@ def kernel_name(spec: GemmSpec, cfg: MmaConfig) -> str:
     return f'mma_{spec.task.name[:40]}_{cfg.name()}'
 
 
-def build_script_module(spec: GemmSpec, cfg: MmaConfig):
+def build_script_module(spec: GemmSpec, cfg: MmaConfig, m_bound=None):
     """The Hidet Script module of the kernel. Its parameters: the task's inputs, the output, then (split-k)
-    the workspace and the tile counters."""
+    the workspace and the tile counters, then the task's symbolic dimensions (scalars, in the order of the
+    kernel ABI's dims). A symbolic m runs in grids computed from the dims; ``m_bound`` (the largest m of the
+    range this kernel serves) is what split-k is checked at."""
+    from hidet.ir.expr import SymbolVar
     import hidet
     from hidet.lang import attr, cast as lcast, f32, i32, i64, register_tensor, view
     from hidet.lang.cuda import (atomic_add, blockIdx, cp_async, cp_async_commit_group, cp_async_wait_all,
                                  cp_async_wait_group, dynamic_shared_memory, ldmatrix, mma_sync, shared_tensor,
                                  syncthreads, threadfence, threadIdx)
 
-    why = check_config(spec, cfg)
+    why = check_config(spec if m_bound is None else _at_m(spec, m_bound), cfg)
     if why:
         raise ValueError(f'matmul template config {cfg.name()} for {spec.shape_text()}: {why}')
     values = GemmValues(spec)
@@ -146,7 +157,7 @@ def build_script_module(spec: GemmSpec, cfg: MmaConfig):
     THREADS = cfg.threads
     WARPS_N = BN // WN
     MT, NT = WM // 16, WN // 8
-    TM, TN = -(-M // BM), -(-N // BN)
+    TM, TN = cdiv(M, BM), cdiv(N, BN)
     BATCH = spec.batch
     A_KM, B_KM = spec.a.k_major, spec.b.k_major
     A_DIRECT, B_DIRECT = spec.a.vector_ok, spec.b.vector_ok
@@ -414,4 +425,12 @@ def build_script_module(spec: GemmSpec, cfg: MmaConfig):
 
     kernel = module.functions[-1]
     kernel.params[:0] = ins + [out]
+    kernel.params += [SymbolVar(name) for name in spec.task.symbols()]
     return module
+
+
+def _at_m(spec: GemmSpec, m: int) -> GemmSpec:
+    """The spec with a symbolic m taken at ``m`` (what a config is checked at)."""
+    from dataclasses import replace
+
+    return replace(spec, m=m)

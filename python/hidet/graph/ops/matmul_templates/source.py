@@ -9,6 +9,11 @@ from .mma import MmaConfig, kernel_name, tiles, vector_store, workspace_floats
 from .spec import GemmSpec
 
 
+def _symbol_lines(spec: GemmSpec, indent: str = '  ') -> List[str]:
+    """C variables ``sym_<name>`` holding the task's symbolic dimensions, read from the ABI's ``dims``."""
+    return [f'{indent}const int64_t sym_{name} = dims[{i}];' for i, name in enumerate(spec.task.symbols())]
+
+
 def _generic_lines(spec: GemmSpec) -> List[str]:
     """The auto-scheduler's kernels of the task and ``generic_launch`` running them."""
     from hidet.backend.codegen import CodeGen, _guarded_launch
@@ -19,34 +24,47 @@ def _generic_lines(spec: GemmSpec) -> List[str]:
     lines = ['// the auto-scheduler\'s kernels: run when the buffers are not aligned for the template']
     for f in module.functions:
         if f.fallback is not None:
-            lines += gen.function(f.fallback, module.num_inputs)
-        lines += gen.function(f, module.num_inputs)
-    lines += ['static int32_t generic_launch(void* const* buffers, void* stream) {']
+            lines += gen.function(f.fallback, module.num_inputs, module.symbols)
+        lines += gen.function(f, module.num_inputs, module.symbols)
+    lines += ['static int32_t generic_launch(void* const* buffers, const int64_t* dims, void* stream) {']
+    lines += _symbol_lines(spec)
     for i, f in enumerate(module.functions):
         lines += _guarded_launch(gen, f, module, i)
     lines += ['  return 0;', '}', '']
     return lines
 
 
-def template_source(spec: GemmSpec, cfg: MmaConfig, fallback: bool = True) -> str:
+def template_source(spec: GemmSpec, cfg, fallback: bool = True) -> str:
     """CUDA source of the library; ``fallback=False`` (tuning candidates) leaves the auto-scheduler's kernels
-    out, and misaligned buffers are then an error."""
-    from hidet.backend.codegen import generate
+    out, and misaligned buffers are then an error. ``cfg``: one MmaConfig, or for a symbolic m a dispatch,
+    ``[(largest m, config), ..., (None, config)]`` in increasing ranges: the launch entry runs the kernel of
+    the first range holding the m it computes from the dims."""
+    from hidet.backend.codegen import CodeGen, generate
 
     from .mma import build_script_module
 
-    script = generate(build_script_module(spec, cfg).ir_module())
-    name = kernel_name(spec, cfg)
+    ranges = [(None, cfg)] if isinstance(cfg, MmaConfig) else list(cfg)
+    symbols = spec.task.symbols()
     nin = len(spec.task.inputs)
     total = nin + 1
-    lines = [script, '']
+    lines, kernels = [], {}  # kernels: config → (kernel name, workspace bound m)
+    for bound, c in ranges:
+        if c not in kernels:
+            kernels[c] = kernel_name(spec, c)
+            script = generate(build_script_module(spec, c, bound).ir_module())
+            if len(kernels) > 1:  # one library: its header and exports once
+                script = '\n'.join(line for line in script.splitlines()
+                                   if not line.startswith(('#include', 'HIDET_DEFINE_LIBRARY_EXPORTS')))
+            lines += [script, '']
     if fallback:
         lines += _generic_lines(spec)
-    split = cfg.split_k > 1
-    if split:
-        lines += [f'__device__ float hidet_mm_workspace[{workspace_floats(spec, cfg)}];',
-                  f'__device__ int hidet_mm_counters[{tiles(spec, cfg)}];  // zero; reset by the last block of a tile',
-                  '']
+    for bound, c in ranges:
+        if c.split_k > 1:
+            m = spec.m if bound is None else bound
+            suffix = c.name()
+            lines += [f'__device__ float hidet_mm_workspace_{suffix}[{workspace_floats(spec, c, m)}];',
+                      f'__device__ int hidet_mm_counters_{suffix}[{tiles(spec, c, m)}];  '
+                      '// zero; reset by the last block of a tile', '']
     # alignment the template's vector accesses need
     checks = []
     for op in (spec.a, spec.b):
@@ -61,20 +79,32 @@ def template_source(spec: GemmSpec, cfg: MmaConfig, fallback: bool = True) -> st
               'int32_t num_dims, void* stream) {',
               f'  if (num_buffers != {total})',
               f'    return hidet::fail("{spec.task.name}: expected {total} buffers ({nin} inputs, 1 output), got " + '
-              'std::to_string(num_buffers));',
-              f'  if ({cond}) {{',
-              '    void* workspace = nullptr;',
-              '    void* counters = nullptr;']
-    if split:
-        lines += ['    if (cudaGetSymbolAddress(&workspace, hidet_mm_workspace) != cudaSuccess ||',
-                  '        cudaGetSymbolAddress(&counters, hidet_mm_counters) != cudaSuccess)',
-                  f'      return hidet::fail("{spec.task.name}: cannot find the split-k workspace");']
-    args = ', '.join([f'buffers[{i}]' for i in range(total)] + ['workspace', 'counters'])
-    lines += [f'    void* args[{total + 2}] = {{{args}}};',
-              f'    return {name}(args, {total + 2}, dims, 0, stream);',
-              '  }']
+              'std::to_string(num_buffers));']
+    if symbols:
+        lines += [f'  if (num_dims != {len(symbols)} || dims == nullptr)',
+                  f'    return hidet::fail("{spec.task.name}: expected {len(symbols)} dimension values '
+                  f'({", ".join(symbols)}), got " + std::to_string(num_dims));']
+        lines += _symbol_lines(spec)
+        lines += [f'  const int64_t m = {CodeGen("cuda").expr(spec.m) if not isinstance(spec.m, int) else spec.m};',
+                  '  (void)m;']
+    lines += [f'  if ({cond}) {{', '    void* workspace = nullptr;', '    void* counters = nullptr;']
+    for i, (bound, c) in enumerate(ranges):
+        body = []
+        if c.split_k > 1:
+            suffix = c.name()
+            body += [f'if (cudaGetSymbolAddress(&workspace, hidet_mm_workspace_{suffix}) != cudaSuccess ||',
+                     f'    cudaGetSymbolAddress(&counters, hidet_mm_counters_{suffix}) != cudaSuccess)',
+                     f'  return hidet::fail("{spec.task.name}: cannot find the split-k workspace");']
+        args = ', '.join([f'buffers[{j}]' for j in range(total)] + ['workspace', 'counters'])
+        body += [f'void* args[{total + 2}] = {{{args}}};',
+                 f'return {kernels[c]}(args, {total + 2}, dims, {len(symbols)}, stream);']
+        if bound is None:
+            lines += ['    {'] + ['      ' + b for b in body] + ['    }']
+        else:
+            lines += [f'    if (m <= {bound}) {{'] + ['      ' + b for b in body] + ['    }']
+    lines += ['  }']
     if fallback:
-        lines += ['  return generic_launch(buffers, stream);']
+        lines += ['  return generic_launch(buffers, dims, stream);']
     else:
         lines += [f'  return hidet::fail("{spec.task.name}: buffers are not aligned for the matmul template");']
     lines += ['}', '']

@@ -30,7 +30,8 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 from hidet.ir.compute import ReduceCompute, TensorNode
 from hidet.ir.dtypes import DataType, float32, int64
-from hidet.ir.expr import Binary, Cast, Constant, Expr, Select, TensorElement, Unary, Var, cast
+from hidet.ir.expr import (Binary, Cast, Constant, Expr, Select, SymbolVar, TensorElement, Unary, Var, cast, same_dim,
+                           simplify_dim)
 from hidet.ir.functors import collect, rewrite, substitute
 from hidet.ir.task import Task
 
@@ -53,10 +54,13 @@ class Affine:
 
 
 def affine(e: Expr, allowed: Sequence[Var]) -> Optional[Affine]:
-    """The affine form of an integer index expression over ``allowed`` variables, or None."""
+    """The affine form of an integer index expression over ``allowed`` variables, or None. Coefficients and
+    offset are ints, or expressions of symbolic dimensions (in canonical form, see simplify_dim)."""
     ids = {id(v) for v in allowed}
 
     def visit(x: Expr) -> Optional[Affine]:
+        if isinstance(x, SymbolVar):
+            return Affine({}, x)
         if isinstance(x, Var):
             return Affine({id(x): 1}, 0) if id(x) in ids else None
         if isinstance(x, Constant):
@@ -73,8 +77,9 @@ def affine(e: Expr, allowed: Sequence[Var]) -> Optional[Affine]:
             sign = 1 if x.op == '+' else -1
             coeffs = dict(a.coeffs)
             for k, c in b.coeffs.items():
-                coeffs[k] = coeffs.get(k, 0) + sign * c
-            return Affine({k: c for k, c in coeffs.items() if c != 0}, a.offset + sign * b.offset)
+                coeffs[k] = simplify_dim(coeffs.get(k, 0) + sign * c)
+            return Affine({k: c for k, c in coeffs.items() if not _is_zero(c)},
+                          simplify_dim(a.offset + sign * b.offset))
         if isinstance(x, Binary) and x.op == '*':
             a, b = visit(x.a), visit(x.b)
             if a is None or b is None:
@@ -83,10 +88,33 @@ def affine(e: Expr, allowed: Sequence[Var]) -> Optional[Affine]:
                 a, b = b, a
             if b.coeffs:
                 return None  # a product of variables
-            return Affine({k: c * b.offset for k, c in a.coeffs.items() if c * b.offset != 0}, a.offset * b.offset)
+            scaled = {k: simplify_dim(c * b.offset) for k, c in a.coeffs.items()}
+            return Affine({k: c for k, c in scaled.items() if not _is_zero(c)}, simplify_dim(a.offset * b.offset))
         return None
 
     return visit(e)
+
+
+def _merge_divmod(e: Expr) -> Expr:
+    """``(x / c) * c + x % c`` → ``x`` where c is symbolic: a folded m read back at its own axes (the rows of
+    ``[batch, seq, n]`` as m = batch * seq), so the kernel does not divide by a run-time size per element.
+    (Static c stays as it is: the C compiler folds those, and static kernels keep their sources.)"""
+
+    def fn(x: Expr):
+        if not (isinstance(x, Binary) and x.op == '+'):
+            return None
+        for p, q in ((x.a, x.b), (x.b, x.a)):
+            if (isinstance(p, Binary) and p.op == '*' and isinstance(p.a, Binary) and p.a.op == '/'
+                    and isinstance(q, Binary) and q.op == '%' and p.a.a is q.a and not isinstance(simplify_dim(q.b), int)
+                    and same_dim(p.a.b, p.b) and same_dim(p.b, q.b)):
+                return q.a
+        return None
+
+    return rewrite(e, fn)
+
+
+def _is_zero(c) -> bool:
+    return isinstance(c, int) and c == 0
 
 
 def flat_index(indices: Sequence[Expr], shape: Sequence[int]) -> Expr:
@@ -271,7 +299,7 @@ def _fold_affine(index: Affine, axes: Sequence[Tuple[Var, int]], mn_var: Var) ->
     expected = stride
     for (v, _), (_, inner_extent) in zip(reversed(axes[:-1]), reversed(axes[1:])):
         expected *= inner_extent
-        if coeffs.pop(id(v), 0) != expected:
+        if not same_dim(coeffs.pop(id(v), 0), expected):
             return None
     if stride:
         coeffs[id(mn_var)] = stride
@@ -316,10 +344,10 @@ def _group_of(idx: Expr, out_axes, out_shape, extent: int) -> Optional[List[Tupl
     group = sorted(((pos[v], c) for v, c in form.coeffs.items() if out_shape[pos[v]] != 1), key=lambda t: -t[1])
     expected = 1
     for o, c in reversed(group):
-        if c != expected:
+        if not same_dim(c, expected):
             return None
         expected *= out_shape[o]
-    if expected != extent:
+    if not same_dim(expected, extent):
         return None
     return group
 
@@ -369,10 +397,10 @@ def _epilogue(task: Task, anchor: TensorNode, r: ReduceCompute, acc: Var, c_vars
         strides = sorted((pieces[d], anchor.shape[d]) for d, grp in enumerate(groups) if grp == [(o, 0)])
         expected = 1
         for stride, extent in strides:
-            if stride != expected:
+            if not same_dim(stride, expected):
                 raise NotGemm('the epilogue merges the matmul\'s axes out of order or with gaps')
             expected *= extent
-        if expected != out.shape[o]:
+        if not same_dim(expected, out.shape[o]):
             raise NotGemm('the epilogue merges the matmul\'s axes out of order or with gaps')
     out_vals: List[Expr] = [Constant(0, int64)] * len(out_axes)
     for dim, grp in enumerate(groups):
@@ -460,9 +488,9 @@ def match_gemm(task: Task, operand_dtypes: Sequence[str] = MMA_DTYPES, fold_k: b
         var = Var(name, int64)
         mapping, inner = {}, 1
         for i in reversed(axes):
-            e: Expr = var if inner == 1 else var / inner
+            e: Expr = var if isinstance(inner, int) and inner == 1 else var / inner
             mapping[c_vars[i]] = e if i == axes[0] else e % shape[i]
-            inner *= shape[i]
+            inner = simplify_dim(inner * shape[i])
         return var, inner, mapping
 
     m_var, m, m_fold = fold(m_axes, 'm')
@@ -481,7 +509,7 @@ def match_gemm(task: Task, operand_dtypes: Sequence[str] = MMA_DTYPES, fold_k: b
     folds = dict(fixed)
     folds.update(m_fold)
     folds.update(n_fold)
-    epilogue, out_index = substitute(epilogue, folds), substitute(out_index, folds)
+    epilogue, out_index = _merge_divmod(substitute(epilogue, folds)), _merge_divmod(substitute(out_index, folds))
     out = task.outputs[0]
     # vectorized stores: the n axes are the output's trailing axes, in order
     trailing = [o for o in range(len(out.shape)) if out.shape[o] != 1]

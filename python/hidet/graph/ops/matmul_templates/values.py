@@ -12,7 +12,7 @@ from hidet.ir.functors import rewrite
 from hidet.ir.schedulers.lowering import flat_index
 from hidet.ir.type import TensorType
 
-from .spec import GemmSpec, Operand
+from .spec import GemmSpec, Operand, _merge_divmod
 
 
 def _prod(xs) -> int:
@@ -42,7 +42,9 @@ class GemmValues:
             if isinstance(e, Var) and id(e) in ids:
                 return ids[id(e)]
             if isinstance(e, TensorElement):
-                return BufferLoad(self._params[id(e.tensor)], flat_index(e.indices, e.tensor.shape), e.tensor.dtype)
+                # (_merge_divmod: a symbolic fold read back at its own axes needs no division)
+                index = _merge_divmod(flat_index(e.indices, e.tensor.shape))
+                return BufferLoad(self._params[id(e.tensor)], index, e.tensor.dtype)
             return None
 
         return rewrite(expr, fn)

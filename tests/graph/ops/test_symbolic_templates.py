@@ -1,0 +1,112 @@
+"""Templates for tasks with symbolic dimensions (issue 10): the tensor-core matmul as a dispatch over
+ranges of a symbolic m (each range tuned as a static task), and the attention template at symbolic batch
+and sequence lengths. Selection, the ranges and the generated sources on the CPU (compiled with nvcc
+where it is installed); the kernels against torch on the GPU (`cuda` marker)."""
+from __future__ import annotations
+
+import pytest
+import torch
+
+import hidet
+from hidet import ops
+from hidet.drivers.build_task import task_sources
+from hidet.graph.ops.matmul_templates import find_matmul_template
+from hidet.graph.ops.matmul_templates.dispatch import BOUNDS, TOP_M, SymbolicMmaTemplate
+from hidet.ir.expr import evaluate_dim
+
+
+def _linear_residual(device='cuda', n=96, k=64, dtype='float16'):
+    """relu(x @ w + bias) + residual over x [batch, seq, k]: one fused task with a symbolic m."""
+    x = hidet.symbol(['batch', 'seq', k], dtype, device)
+    w = hidet.symbol([k, n], dtype, device)
+    bias = hidet.symbol([n], dtype, device)
+    res = hidet.symbol(['batch', 'seq', n], dtype, device)
+    graph = hidet.graph.optimize(hidet.trace_from([ops.relu(ops.matmul(x, w) + bias) + res], [x, w, bias, res]))
+    return graph
+
+
+def test_task_instantiate_takes_symbols_at_values():
+    task = _linear_residual().nodes[0].task
+    static = task.instantiate({'batch': 2, 'seq': 5})
+    assert static.symbols() == []
+    assert [list(t.shape) for t in static.inputs] == [[2, 5, 64], [64, 96], [96], [2, 5, 96]]
+    assert list(static.outputs[0].shape) == [2, 5, 96]
+
+
+def test_symbolic_m_gets_the_dispatch_with_a_static_task_per_range():
+    task = _linear_residual().nodes[0].task
+    template = find_matmul_template(task, 'cuda', 'sm_90')
+    assert isinstance(template, SymbolicMmaTemplate)
+    points = template.points(task, 'cuda')
+    assert len(points) == len(BOUNDS) + 1
+    ms = [evaluate_dim(t.outputs[0].shape[0], {}) * evaluate_dim(t.outputs[0].shape[1], {}) for t, _, _ in points]
+    assert ms == list(BOUNDS) + [TOP_M]
+    assert all(tpl is not None and not t.symbols() for t, _, tpl in points)
+    # no template on the CPU or before sm_80, and none where n is symbolic (the auto-scheduler's)
+    assert find_matmul_template(task, 'cpu') is None
+    assert find_matmul_template(task, 'cuda', 'sm_75') is None
+    a, b = hidet.symbol(['m', 64], 'float16', 'cuda'), hidet.symbol([64, 'n'], 'float16', 'cuda')
+    assert find_matmul_template(ops.matmul(a, b).trace[0].task, 'cuda', 'sm_90') is None
+
+
+def test_dispatch_source_picks_kernels_by_m_and_reads_rows_without_division():
+    task = _linear_residual().nodes[0].task
+    with hidet.option.context(cuda_arch='sm_90'):
+        source = task_sources([(task, 'cuda')], 0)[0]
+    assert 'const int64_t m = (sym_batch * sym_seq);' in source
+    assert 'if (m <= 16)' in source  # the smallest range has its own (16-row) kernel
+    assert source.count('HIDET_DEFINE_LIBRARY_EXPORTS') == 1
+    # the residual [batch, seq, n] is read at m * n + n (the fold of batch x seq is not divided back)
+    kernels = source.split("// the auto-scheduler's kernels")[0]  # (the fallback for misaligned buffers divides)
+    assert '% sym_seq' not in kernels and '/ sym_seq' not in kernels
+
+
+def test_symbolic_sources_compile_with_nvcc():
+    from hidet.backend.compiler import CompilerNotFoundError, find_nvcc
+
+    try:
+        find_nvcc()
+    except CompilerNotFoundError:
+        pytest.skip('nvcc not found')
+    from hidet.backend.cache import build_libraries
+
+    q = hidet.symbol(['batch', 4, 'seq', 32], 'float16', 'cuda')
+    attention = ops.scaled_dot_product_attention(q, q, q, is_causal=True).trace[0].task
+    tasks = [_linear_residual().nodes[0].task, attention]
+    with hidet.option.context(cuda_arch=None if hidet.cuda.available() else 'sm_90'):
+        sources = task_sources([(t, 'cuda') for t in tasks], 0)
+        assert 'sym_seq' in sources[1]
+        paths = build_libraries([(s, 'cuda', 'symbolic-template-test') for s in sources])
+    assert len(paths) == 2
+
+
+# ---------------------------------------------------------------------------------------------- on the GPU
+@pytest.mark.cuda
+@pytest.mark.parametrize('space', [0, 1])
+def test_dispatch_matches_torch_in_every_range(space):
+    graph = _linear_residual()
+    compiled = graph.build(space=space)
+    g = torch.Generator(device='cuda').manual_seed(0)
+    w = torch.randn(64, 96, device='cuda', generator=g).half() * 0.2
+    bias = torch.randn(96, device='cuda', generator=g).half()
+    for batch, seq in [(1, 1), (1, 20), (4, 25), (3, 233), (1, 2048), (3, 1500)]:  # m: every range, both sides
+        x = torch.randn(batch, seq, 64, device='cuda', generator=g).half()
+        res = torch.randn(batch, seq, 96, device='cuda', generator=g).half()
+        (out,) = compiled.run([x, w, bias, res])
+        expected = torch.relu((x.float() @ w.float()).half().float() + bias.float()) + res.float()
+        torch.testing.assert_close(out.float(), expected, rtol=2e-2, atol=2e-2)
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize('causal', [False, True])
+def test_symbolic_attention_matches_torch(causal):
+    q = hidet.symbol(['batch', 4, 'seq', 32], 'float16', 'cuda')
+    k = hidet.symbol(['batch', 4, 'seq', 32], 'float16', 'cuda')
+    v = hidet.symbol(['batch', 4, 'seq', 32], 'float16', 'cuda')
+    graph = hidet.trace_from([ops.scaled_dot_product_attention(q, k, v, is_causal=causal)], [q, k, v])
+    compiled = hidet.graph.optimize(graph).build()
+    for batch, seq in [(1, 3), (2, 77), (5, 300)]:
+        qkv = [torch.randn(batch, 4, seq, 32, device='cuda').half() for _ in range(3)]
+        (out,) = compiled.run(qkv)
+        expected = torch.nn.functional.scaled_dot_product_attention(*[t.float() for t in qkv], is_causal=causal)
+        torch.testing.assert_close(out.float(), expected, rtol=2e-2, atol=2e-2)
