@@ -28,7 +28,8 @@ class FusedOperator(Operator):
         group, and ``inputs`` what those are bound to in the graph being built."""
         self.members = list(members)
         task = self.compose(self.members, group_inputs)
-        super().__init__(inputs, {'fused': [m.task.name for m in self.members]}, task)
+        super().__init__(inputs, {'fused': [m.task.name for m in self.members]}, task,
+                         device=self.members[0].device)  # (a group of creations has no inputs)
 
     @property
     def display_name(self) -> str:

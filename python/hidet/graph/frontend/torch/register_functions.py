@@ -15,7 +15,7 @@ import torch
 
 import hidet
 from hidet import ops
-from hidet.graph.tensor import Tensor
+from hidet.graph.tensor import Tensor, _numel as tensor_numel
 from hidet.graph.frontend.torch.registry import register_function
 from hidet.graph.frontend.torch.utils import (
     as_float, dims_arg, is_tensor, shape_arg, to_hidet_device, torch_size, to_hidet_dtype, to_torch_device, to_torch_dtype,
@@ -636,6 +636,24 @@ register_function(torch.full_like)(_like(lambda s, dt, dev, v: hidet.full(s, v, 
 @register_function(torch.Size)
 def size_of(sizes=()):
     return torch_size(list(sizes))
+
+
+@register_function(torch.ops.aten.sym_size.int)
+def sym_size(input: Tensor, dim: int):
+    return input.shape[dim]
+
+
+@register_function(torch.ops.aten.sym_numel.default)
+def sym_numel(input: Tensor):
+    return input.numel() if not input.is_symbolic() else tensor_numel(input.shape)
+
+
+@register_function(torch.ops.aten._assert_scalar.default)
+def assert_scalar(cond, msg=''):
+    """dynamo's checks of its assumptions on sizes (``s0 >= 1``): hidet cannot evaluate a symbolic one before
+    the graph runs, where dynamo's guards have already checked them; a static False fails the build."""
+    if isinstance(cond, bool) and not cond:
+        raise ValueError(f'a size assertion of the graph fails: {msg}')
 
 
 # ---------------------------------------------------------------- creation of symbolic sizes
