@@ -103,6 +103,8 @@ def _find_symbolic(task: Task, target: str, arch: Optional[str]):
         spec = match_gemm(task, dtypes)
     except NotGemm:
         return None
+    except TypeError:  # a shape rule written for static sizes met a symbolic one: the auto-scheduler's
+        return None
     if not symbolic_ok(spec) or spec.merged_epilogue:
         return None
     if find_matmul_template(task.instantiate({s: 64 for s in task.symbols()}), target, arch) is None:

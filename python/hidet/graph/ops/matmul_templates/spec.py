@@ -249,7 +249,7 @@ def _operand(name: str, value: Expr, task: Task, batch_vars, axes: Sequence[Tupl
     # computed: lay it out along the dimension its largest read is contiguous in
     reads = [e for e in collect(value, TensorElement) if e.tensor.is_input()]
     if reads and axes:
-        main = max(reads, key=lambda e: (e.tensor.dtype.nbytes * _numel(e.tensor.shape)))
+        main = max(reads, key=lambda e: (e.tensor.dtype.nbytes * _static_numel(e.tensor.shape)))
         index = affine(flat_index(main.indices, main.tensor.shape), list(batch_vars) + [v for v, _ in axes] + [k_var])
         if index is not None and index.coeff(axes[-1][0]) == 1 and index.coeff(k_var) != 1:
             op.k_major = False
@@ -304,6 +304,11 @@ def _fold_affine(index: Affine, axes: Sequence[Tuple[Var, int]], mn_var: Var) ->
     if stride:
         coeffs[id(mn_var)] = stride
     return Affine(coeffs, index.offset)
+
+
+def _static_numel(shape) -> int:
+    """The element count, symbolic dimensions taken as 64 (to rank operands by size)."""
+    return _numel([d if isinstance(d, int) else 64 for d in shape])
 
 
 def _numel(shape) -> int:
