@@ -101,3 +101,23 @@ def inline_computes(expr: Expr) -> Expr:
         return None
 
     return rewrite(expr, fn)
+
+
+def merge_divmod(expr: Expr, static_divisors: bool = True) -> Expr:
+    """``(x / c) * c + x % c`` → ``x`` (integer division of non-negative indices): a flat index unflattened
+    and flattened back. ``static_divisors=False`` merges only where c is symbolic (the C compiler folds
+    static ones, and static kernels keep their sources)."""
+    from hidet.ir.expr import same_dim, simplify_dim
+
+    def fn(x: Expr):
+        if not (isinstance(x, Binary) and x.op == '+'):
+            return None
+        for p, q in ((x.a, x.b), (x.b, x.a)):
+            if (isinstance(p, Binary) and p.op == '*' and isinstance(p.a, Binary) and p.a.op == '/'
+                    and isinstance(q, Binary) and q.op == '%' and p.a.a is q.a
+                    and (static_divisors or not isinstance(simplify_dim(q.b), int))
+                    and same_dim(p.a.b, p.b) and same_dim(p.b, q.b)):
+                return q.a
+        return None
+
+    return rewrite(expr, fn)

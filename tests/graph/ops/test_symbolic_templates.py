@@ -25,6 +25,17 @@ def _linear_residual(device='cuda', n=96, k=64, dtype='float16'):
     return graph
 
 
+def _flattened_linear(device='cuda'):
+    """GPT-2's Conv1D: a computed prologue (a float32 → float16 cast), rows flattened to [batch * seq, k], the
+    product reshaped back to [batch, seq, n]: m is one symbolic product, unflattened by the epilogue."""
+    x = hidet.symbol(['batch', 'seq', 64], 'float32', device)
+    w = hidet.symbol([64, 48], 'float16', device)
+    bias = hidet.symbol([48], 'float16', device)
+    h = ops.cast(x * 2.0 + 1.0, 'float16')
+    y = ops.reshape(ops.matmul(ops.reshape(h, [-1, 64]), w) + bias, [x.shape[0], x.shape[1], 48])
+    return hidet.graph.optimize(hidet.trace_from([y], [x, w, bias]))
+
+
 def test_task_instantiate_takes_symbols_at_values():
     task = _linear_residual().nodes[0].task
     static = task.instantiate({'batch': 2, 'seq': 5})
@@ -58,6 +69,14 @@ def test_dispatch_source_picks_kernels_by_m_and_reads_rows_without_division():
     assert source.count('HIDET_DEFINE_LIBRARY_EXPORTS') == 1
     # the residual [batch, seq, n] is read at m * n + n (the fold of batch x seq is not divided back)
     kernels = source.split("// the auto-scheduler's kernels")[0]  # (the fallback for misaligned buffers divides)
+    assert '% sym_seq' not in kernels and '/ sym_seq' not in kernels
+
+
+def test_flattened_rows_reshaped_back_get_the_dispatch():
+    (node,) = _flattened_linear().nodes
+    assert isinstance(find_matmul_template(node.task, 'cuda', 'sm_90'), SymbolicMmaTemplate)
+    with hidet.option.context(cuda_arch='sm_90'):
+        kernels = task_sources([(node.task, 'cuda')], 0)[0].split("// the auto-scheduler's kernels")[0]
     assert '% sym_seq' not in kernels and '/ sym_seq' not in kernels
 
 
@@ -95,6 +114,18 @@ def test_dispatch_matches_torch_in_every_range(space):
         (out,) = compiled.run([x, w, bias, res])
         expected = torch.relu((x.float() @ w.float()).half().float() + bias.float()) + res.float()
         torch.testing.assert_close(out.float(), expected, rtol=2e-2, atol=2e-2)
+
+
+@pytest.mark.cuda
+def test_flattened_linear_matches_torch():
+    compiled = _flattened_linear().build()
+    w = torch.randn(64, 48, device='cuda').half() * 0.2
+    bias = torch.randn(48, device='cuda').half()
+    for batch, seq in [(1, 3), (4, 40), (3, 700)]:
+        x = torch.randn(batch, seq, 64, device='cuda')
+        (out,) = compiled.run([x, w, bias])
+        expected = (x * 2.0 + 1.0).half().float().reshape(-1, 64) @ w.float() + bias.float()
+        torch.testing.assert_close(out.float(), expected.reshape(batch, seq, 48), rtol=2e-2, atol=2e-2)
 
 
 @pytest.mark.cuda

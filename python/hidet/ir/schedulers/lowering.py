@@ -17,7 +17,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 from hidet.ir.compute import ReduceCompute
 from hidet.ir.dtypes import DataType, int64
 from hidet.ir.expr import BufferLoad, Constant, Expr, TensorElement, Var, binary, call, cast, convert, is_static, select
-from hidet.ir.functors import collect, rewrite, substitute
+from hidet.ir.functors import collect, merge_divmod, rewrite, substitute
 from hidet.ir.schedulers.analysis import depends_on, structural_key
 from hidet.ir.stmt import Assign, Declare, For, Seq, Stmt
 
@@ -42,6 +42,16 @@ def flat_index(indices: Sequence[Expr], shape: Sequence[int]) -> Expr:
 def unflatten(flat: Expr, shape: Sequence[int]) -> List[Expr]:
     """The per-dimension indices of flat row-major index ``flat`` (symbolic extents: a modulo on every
     dimension but the outermost)."""
+    if not all(is_static(s) for s in shape):  # nested divisions, which merge_divmod folds back in reads
+        out, q = [], flat
+        for d in reversed(range(len(shape))):
+            extent = shape[d]
+            if is_static(extent) and extent == 1:
+                out.append(convert(0))
+                continue
+            out.append(q % extent if d > 0 else q)
+            q = q / extent
+        return list(reversed(out))
     out, stride = [], 1
     total = prod(shape)
     for d in reversed(range(len(shape))):
@@ -109,7 +119,10 @@ class Lowering:
     def loads(self, expr: Expr) -> Expr:
         def fn(e):
             if isinstance(e, TensorElement):
-                return BufferLoad(self.params[id(e.tensor)], flat_index(e.indices, e.tensor.shape), e.tensor.dtype)
+                index = flat_index(e.indices, e.tensor.shape)
+                if not all(is_static(s) for s in e.tensor.shape):  # (an index unflattened and flattened back)
+                    index = merge_divmod(index)
+                return BufferLoad(self.params[id(e.tensor)], index, e.tensor.dtype)
             return None
 
         return rewrite(expr, fn)

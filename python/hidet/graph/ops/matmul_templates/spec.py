@@ -32,7 +32,7 @@ from hidet.ir.compute import ReduceCompute, TensorNode
 from hidet.ir.dtypes import DataType, float32, int64
 from hidet.ir.expr import (Binary, Cast, Constant, Expr, Select, SymbolVar, TensorElement, Unary, Var, cast, same_dim,
                            simplify_dim)
-from hidet.ir.functors import collect, rewrite, substitute
+from hidet.ir.functors import collect, merge_divmod, rewrite, substitute
 from hidet.ir.task import Task
 
 MMA_DTYPES = ('float16', 'bfloat16')
@@ -96,21 +96,20 @@ def affine(e: Expr, allowed: Sequence[Var]) -> Optional[Affine]:
 
 
 def _merge_divmod(e: Expr) -> Expr:
-    """``(x / c) * c + x % c`` → ``x`` where c is symbolic: a folded m read back at its own axes (the rows of
-    ``[batch, seq, n]`` as m = batch * seq), so the kernel does not divide by a run-time size per element.
-    (Static c stays as it is: the C compiler folds those, and static kernels keep their sources.)"""
+    """A folded m read back at its own axes (the rows of ``[batch, seq, n]`` as m = batch * seq) without
+    dividing by a run-time size per element (hidet.ir.functors.merge_divmod, symbolic divisors only)."""
+    return merge_divmod(e, static_divisors=False)
 
-    def fn(x: Expr):
-        if not (isinstance(x, Binary) and x.op == '+'):
-            return None
-        for p, q in ((x.a, x.b), (x.b, x.a)):
-            if (isinstance(p, Binary) and p.op == '*' and isinstance(p.a, Binary) and p.a.op == '/'
-                    and isinstance(q, Binary) and q.op == '%' and p.a.a is q.a and not isinstance(simplify_dim(q.b), int)
-                    and same_dim(p.a.b, p.b) and same_dim(p.b, q.b)):
-                return q.a
-        return None
 
-    return rewrite(e, fn)
+def _is_one(d) -> bool:
+    return isinstance(d, int) and d == 1
+
+
+def _magnitude(c) -> int:
+    """A coefficient's size for ordering: symbols taken as large (a stride of seq outranks any static one)."""
+    from hidet.ir.expr import evaluate_dim, symbols_of
+
+    return c if isinstance(c, int) else evaluate_dim(c, {name: 1 << 20 for name in symbols_of([c])})
 
 
 def _is_zero(c) -> bool:
@@ -346,7 +345,8 @@ def _group_of(idx: Expr, out_axes, out_shape, extent: int) -> Optional[List[Tupl
     if form is None or form.offset != 0:
         return None
     pos = {id(a): i for i, a in enumerate(out_axes)}
-    group = sorted(((pos[v], c) for v, c in form.coeffs.items() if out_shape[pos[v]] != 1), key=lambda t: -t[1])
+    group = sorted(((pos[v], c) for v, c in form.coeffs.items() if not _is_one(out_shape[pos[v]])),
+                   key=lambda t: -_magnitude(t[1]))
     expected = 1
     for o, c in reversed(group):
         if not same_dim(c, expected):
