@@ -58,8 +58,16 @@ def size_to_dim(s) -> Any:
     """An int or SymInt (from a fake tensor's shape, or a SymInt placeholder's example) as a hidet dimension."""
     if isinstance(s, torch.SymInt):
         expr, env = s.node.expr, getattr(s.node, 'shape_env', None)
-        if env is not None and hasattr(env, 'replace'):  # sizes dynamo has found equal are one symbol
-            expr = env.replace(expr)
+        if env is not None:
+            if hasattr(env, 'replace'):  # sizes dynamo has found equal are one symbol
+                expr = env.replace(expr)
+            fixed = {}  # symbols dynamo has pinned to one value (its range is a point): that value
+            for sym in getattr(expr, 'free_symbols', ()):
+                r = getattr(env, 'var_to_range', {}).get(sym)
+                if r is not None and r.lower == r.upper and getattr(r.lower, 'is_integer', False):
+                    fixed[sym] = int(r.lower)
+            if fixed:
+                expr = expr.subs(fixed)
         return simplify_dim(sympy_to_dim(expr))
     return int(s)
 
