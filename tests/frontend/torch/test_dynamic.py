@@ -123,3 +123,19 @@ def test_symint_inputs_and_sizes_in_the_graph(size_oblivious):
     backend = CountingBackend()
     _run_sizes(f, lambda b, s: [torch.randn(b, s, 4)], [(2, 3), (5, 7), (1, 2)], backend, dynamic=True)
     assert len(backend.compiled) == 1 and backend.builds == 1
+
+
+def test_a_declined_conversion_says_why(size_oblivious):
+    """A conversion that declines a symbolic case (a strided slice of a symbolic size) is reported with its
+    reason."""
+    from hidet.graph.frontend.torch.interpreter import UnsupportedOperatorsError
+
+    def f(x):
+        return x[:, ::2] * 2
+
+    compiled = torch.compile(f, backend='hidet', dynamic=True, fullgraph=True)
+    with pytest.raises(Exception) as info:
+        compiled(torch.randn(3, 10))
+    text = str(info.value)
+    assert isinstance(info.value, UnsupportedOperatorsError) or 'UnsupportedOperatorsError' in text, text
+    assert 'symbolic slices take step 1' in text, text

@@ -41,7 +41,7 @@ def hidet_backend(graph_module: torch.fx.GraphModule, example_inputs: Sequence[A
     unsupported = compiled.check(example_inputs)
     if unsupported:
         if not config.fallback_to_eager:
-            raise compiled.interpreter(example_inputs).unsupported_error(unsupported)
+            raise compiled.unsupported_error(example_inputs, unsupported)
         from hidet.graph.frontend.torch.fallback import split_unsupported
 
         return split_unsupported(graph_module, constants, {n.name for n in unsupported}, config, registry)
@@ -126,6 +126,7 @@ class CompiledFx:
         self.graph_id = next(_GRAPH_IDS)
         # dynamo's symbolic sizes (dynamic=True, mark_dynamic, automatic dynamic): one graph for all of them
         self.symbolic = placeholder_dims(gm, self.constants)
+        self._check_reasons: Dict[str, str] = {}  # of the last check: why conversions declined
 
     def interpreter(self, args: Sequence[Any] = ()) -> Interpreter:
         devices = [a.device for c, a in zip(self.constants, args) if not c and isinstance(a, torch.Tensor)]
@@ -150,9 +151,16 @@ class CompiledFx:
         return values, symbols
 
     def check(self, args: Sequence[Any]) -> List[torch.fx.Node]:
+        """The nodes hidet cannot convert; ``unsupported_error`` then explains them."""
         interp = self.interpreter(args)
         values, _ = self._bind(interp, args)
-        return interp.check(values)
+        unsupported = interp.check(values)
+        self._check_reasons = interp.reasons
+        return unsupported
+
+    def unsupported_error(self, args: Sequence[Any], nodes: Sequence[torch.fx.Node]):
+        """The error listing ``nodes`` (from ``check``), with why each declining conversion declined."""
+        return self.interpreter(args).unsupported_error(nodes, self._check_reasons)
 
     def prepare(self, args: Sequence[Any]) -> _Compiled:
         key = self._key(args)

@@ -52,7 +52,7 @@ def compile_to_file(model, example_inputs: Sequence[torch.Tensor], path: str, *,
     compiled_fx = CompiledFx(gm, constants, config, registry)
     unsupported = compiled_fx.check(args)
     if unsupported:
-        raise compiled_fx.interpreter(args).unsupported_error(unsupported)
+        raise compiled_fx.unsupported_error(args, unsupported)
     flow_graph, out_spec, num_outputs = compiled_fx.optimized_graph(args)
     if flow_graph is None:
         raise ValueError('compile_to_file: the model returns no tensor computed from its inputs; nothing to compile')

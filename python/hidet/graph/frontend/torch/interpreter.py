@@ -117,6 +117,7 @@ class Interpreter:
         self._keep: List[Any] = []                    # keeps the keys above alive
         self._dynamic: Dict[int, Tensor] = {}         # concrete tensors computed from graph inputs
         self._modules: Dict[str, HidetModule] = {}
+        self.reasons: Dict[str, str] = {}
 
     # ------------------------------------------------------------------ constants
     def to_constant(self, t: torch.Tensor) -> Tensor:
@@ -174,7 +175,7 @@ class Interpreter:
             if dynamic is not None and dynamic[i]:
                 self.mark_dynamic(value)
         unsupported: List[torch.fx.Node] = []
-        reasons: Dict[str, str] = {}
+        reasons = self.reasons = {}  # node name → why its conversion declined (kept for the error of a check)
         result = None
         for node in self.gm.graph.nodes:
             if node.op == 'placeholder':
