@@ -15,7 +15,7 @@ import torch
 
 import hidet
 from hidet import ops
-from hidet.graph.tensor import Tensor, _numel as tensor_numel
+from hidet.graph.tensor import Tensor
 from hidet.graph.frontend.torch.registry import register_function
 from hidet.graph.frontend.torch.utils import (
     as_float, dims_arg, is_tensor, shape_arg, to_hidet_device, torch_size, to_hidet_dtype, to_torch_device, to_torch_dtype,
@@ -645,7 +645,7 @@ def sym_size(input: Tensor, dim: int):
 
 @register_function(torch.ops.aten.sym_numel.default)
 def sym_numel(input: Tensor):
-    return input.numel() if not input.is_symbolic() else tensor_numel(input.shape)
+    return input.numel()  # (an expression of the symbols for a symbolic tensor)
 
 
 @register_function(torch.ops.aten._assert_scalar.default)

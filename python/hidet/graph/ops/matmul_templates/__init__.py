@@ -107,8 +107,6 @@ def _find_symbolic(task: Task, target: str, arch: Optional[str]):
         return None
     if not symbolic_ok(spec) or spec.merged_epilogue:
         return None
-    if find_matmul_template(task.instantiate({s: 64 for s in task.symbols()}), target, arch) is None:
-        return None  # (the architecture, or a static shape rule, turns the template down)
     try:
         return SymbolicMmaTemplate(spec, target, lambda t: find_matmul_template(t, target, arch))
     except NotGemm:

@@ -29,10 +29,10 @@ def symbol_values_for_m(spec: GemmSpec, m: int) -> Optional[Dict[str, int]]:
     names = symbols_of([spec.m])
     ones = {name: 1 for name in names}
     base = evaluate_dim(spec.m, ones)
+    if base <= 0 or m % base:
+        return None
     for name in names:
         values = dict(ones)
-        if base <= 0 or m % base:
-            return None
         values[name] = m // base
         if evaluate_dim(spec.m, values) == m:
             return values
@@ -46,25 +46,23 @@ class SymbolicMmaTemplate(GemmTemplate):
     config_class = MmaConfig
 
     def __init__(self, spec: GemmSpec, target: str, static_template):
+        """``static_template``: a static task → its template (or None). NotGemm unless every range's static
+        task has one (the architecture, or a shape rule of the static template, may turn one down)."""
         super().__init__(spec)
-        self.target = target
-        self.static_template = static_template  # static task → its template (or None)
         self.ranges: List[Optional[int]] = list(BOUNDS) + [None]
-        self.tasks = []
+        self._points = []
         for bound in self.ranges:
             values = symbol_values_for_m(spec, bound or TOP_M)
             if values is None:
                 raise NotGemm(f'm = {spec.m!r} is not a product of symbols')
-            self.tasks.append(spec.task.instantiate(values))
+            task = spec.task.instantiate(values)
+            template = static_template(task)
+            if template is None:
+                raise NotGemm(f'{task.name} at m = {bound or TOP_M} is not a tensor-core GEMM')
+            self._points.append((task, target, template))
 
     def points(self, task: Task, target: str) -> List[tuple]:
-        points = []
-        for t in self.tasks:
-            template = self.static_template(t)
-            if template is None:
-                raise NotGemm(f'{t.name} at static sizes is not a tensor-core GEMM')
-            points.append((t, target, template))
-        return points
+        return list(self._points)
 
     def source_of(self, configs: List[MmaConfig]) -> str:
         from .source import template_source

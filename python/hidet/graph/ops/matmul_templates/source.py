@@ -47,7 +47,7 @@ def template_source(spec: GemmSpec, cfg, fallback: bool = True) -> str:
     symbols = spec.task.symbols()
     nin = len(spec.task.inputs)
     total = nin + 1
-    lines, kernels = [], {}  # kernels: config → (kernel name, workspace bound m)
+    lines, kernels = [], {}  # config → its kernel's name
     for bound, c in ranges:
         if c not in kernels:
             kernels[c] = kernel_name(spec, c)
@@ -88,7 +88,7 @@ def template_source(spec: GemmSpec, cfg, fallback: bool = True) -> str:
         lines += [f'  const int64_t m = {CodeGen("cuda").expr(spec.m) if not isinstance(spec.m, int) else spec.m};',
                   '  (void)m;']
     lines += [f'  if ({cond}) {{', '    void* workspace = nullptr;', '    void* counters = nullptr;']
-    for i, (bound, c) in enumerate(ranges):
+    for bound, c in ranges:
         body = []
         if c.split_k > 1:
             suffix = c.name()

@@ -95,12 +95,6 @@ def affine(e: Expr, allowed: Sequence[Var]) -> Optional[Affine]:
     return visit(e)
 
 
-def _merge_divmod(e: Expr) -> Expr:
-    """A folded m read back at its own axes (the rows of ``[batch, seq, n]`` as m = batch * seq) without
-    dividing by a run-time size per element (hidet.ir.functors.merge_divmod, symbolic divisors only)."""
-    return merge_divmod(e, static_divisors=False)
-
-
 def _is_one(d) -> bool:
     return isinstance(d, int) and d == 1
 
@@ -514,7 +508,10 @@ def match_gemm(task: Task, operand_dtypes: Sequence[str] = MMA_DTYPES, fold_k: b
     folds = dict(fixed)
     folds.update(m_fold)
     folds.update(n_fold)
-    epilogue, out_index = _merge_divmod(substitute(epilogue, folds)), _merge_divmod(substitute(out_index, folds))
+    # (a folded m read back at its own axes — the rows of [batch, seq, n] as m = batch * seq — is not divided
+    # back by a run-time size per element)
+    epilogue = merge_divmod(substitute(epilogue, folds), static_divisors=False)
+    out_index = merge_divmod(substitute(out_index, folds), static_divisors=False)
     out = task.outputs[0]
     # vectorized stores: the n axes are the output's trailing axes, in order
     trailing = [o for o in range(len(out.shape)) if out.shape[o] != 1]

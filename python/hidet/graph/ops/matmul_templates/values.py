@@ -8,11 +8,11 @@ from typing import Dict
 
 from hidet.ir.dtypes import int64
 from hidet.ir.expr import BufferLoad, Expr, TensorElement, Var, cast, convert
-from hidet.ir.functors import rewrite
+from hidet.ir.functors import merge_divmod, rewrite
 from hidet.ir.schedulers.lowering import flat_index
 from hidet.ir.type import TensorType
 
-from .spec import GemmSpec, Operand, _merge_divmod
+from .spec import GemmSpec, Operand
 
 
 def _prod(xs) -> int:
@@ -42,8 +42,8 @@ class GemmValues:
             if isinstance(e, Var) and id(e) in ids:
                 return ids[id(e)]
             if isinstance(e, TensorElement):
-                # (_merge_divmod: a symbolic fold read back at its own axes needs no division)
-                index = _merge_divmod(flat_index(e.indices, e.tensor.shape))
+                # (a symbolic fold read back at its own axes needs no division)
+                index = merge_divmod(flat_index(e.indices, e.tensor.shape), static_divisors=False)
                 return BufferLoad(self._params[id(e.tensor)], index, e.tensor.dtype)
             return None
 
