@@ -7,7 +7,7 @@ Hidet Script modules (``IRModule.exports``) instead export one entry point per k
 """
 from __future__ import annotations
 
-from typing import Dict, List
+from typing import Dict, List, Optional, Set
 
 from hidet.ir.dtypes import DataType
 from hidet.ir.expr import Binary, BufferLoad, Call, Cast, Constant, Expr, Select, SymbolVar, Unary, Var
@@ -46,10 +46,32 @@ def compute_type(dtype: DataType) -> str:
     return 'float' if is_16bit_float(dtype) else _SCALAR_C[dtype.name]
 
 
+_SIGNED_INTS = ('int8', 'int16', 'int32', 'int64')
+
+
+def _assigned_vars(s: Stmt) -> Set[int]:
+    """Ids of the variables ``s`` assigns to."""
+    if isinstance(s, Seq):
+        return set().union(*(_assigned_vars(sub) for sub in s.stmts))
+    if isinstance(s, Assign):
+        return {id(s.var)}
+    if isinstance(s, (For, While)):
+        return _assigned_vars(s.body)
+    if isinstance(s, If):
+        return _assigned_vars(s.then) | (set() if s.otherwise is None else _assigned_vars(s.otherwise))
+    return set()
+
+
 class CodeGen:
     def __init__(self, target: str):
         self.target = target
         self.names: Dict[int, str] = {}
+        # Fast division (hidet/kernel/fast_divmod.h): while a CUDA kernel's body is generated, the ids of
+        # its launch-invariant integer parameters and the divisors (C text) found so far; per kernel name,
+        # the divisors its launch passes as FastDivmod parameters (magic numbers computed on the host).
+        self.invariant: Optional[Set[int]] = None
+        self.divisors: List[str] = []
+        self.kernel_divisors: Dict[str, List[str]] = {}
 
     def storage_type(self, dtype: DataType) -> str:
         return _STORAGE_16[self.target][dtype.name] if is_16bit_float(dtype) else _SCALAR_C[dtype.name]
@@ -113,6 +135,9 @@ class CodeGen:
             from hidet.ir.expr import promote
 
             operand_type = promote(e.a.dtype, e.b.dtype)
+        if e.op in ('/', '%') and self.invariant is not None and e.dtype.name in _SIGNED_INTS and \
+                self.launch_invariant(e.b):
+            return self.fast_divmod(e.op, self.cast(self.expr(e.a), e.a.dtype, e.dtype), e.b, e.dtype)
         a, b = self.expr(e.a), self.expr(e.b)
         if operand_type is not None:
             a, b = self.cast(a, e.a.dtype, operand_type), self.cast(b, e.b.dtype, operand_type)
@@ -121,6 +146,47 @@ class CodeGen:
         if e.op == '%' and e.dtype.is_float():
             return f'std::fmod({a}, {b})' if self.target == 'cpu' else f'fmod({a}, {b})'
         return f'({a} {e.op} {b})'
+
+    def launch_invariant(self, e: Expr) -> bool:
+        """Whether integer expression ``e`` is computed from the kernel's unassigned scalar parameters (at
+        least one) and constants only, so its launch can compute it."""
+        if isinstance(e, Var):
+            return id(e) in self.invariant or isinstance(e, SymbolVar)
+        if isinstance(e, Binary) and e.op in ('+', '-', '*', '/', '%', 'max', 'min'):
+            return self.launch_invariant(e.a) and self.launch_invariant(e.b) or (
+                isinstance(e.a, Constant) and self.launch_invariant(e.b)) or (
+                isinstance(e.b, Constant) and self.launch_invariant(e.a))
+        if isinstance(e, Cast):
+            return e.dtype.name in _SIGNED_INTS and e.a.dtype.name in _SIGNED_INTS and self.launch_invariant(e.a)
+        return False
+
+    def fast_divmod(self, op: str, a: str, divisor: Expr, dtype: DataType) -> str:
+        """``a / divisor`` or ``a % divisor`` through the kernel's FastDivmod parameter for ``divisor``."""
+        invariant, self.invariant = self.invariant, None  # the divisor's text as the launch computes it
+        text = self.cast(self.expr(divisor), divisor.dtype, dtype)
+        self.invariant = invariant
+        if text not in self.divisors:
+            self.divisors.append(text)
+        method = 'div' if op == '/' else 'mod'
+        return f'(({compute_type(dtype)})fdm_{self.divisors.index(text)}.{method}((int64_t)({a})))'
+
+    def kernel_body(self, f: Function, invariant: Set[int], indent: int = 1) -> List[str]:
+        """The lines of kernel ``f``'s body, dividing by launch-invariant divisors through FastDivmod
+        parameters (listed in ``kernel_divisors[f.name]``; see kernel_params)."""
+        self.invariant, self.divisors = invariant - _assigned_vars(f.body), []
+        try:
+            lines = self.stmt(f.body, indent)
+        finally:
+            self.invariant = None
+        self.kernel_divisors[f.name] = self.divisors
+        return lines
+
+    def kernel_params(self, f: Function) -> List[str]:
+        return [f'const hidet::FastDivmod fdm_{i}' for i in range(len(self.kernel_divisors.get(f.name, ())))]
+
+    def divisor_args(self, f: Function) -> List[str]:
+        """The FastDivmod arguments of a launch of kernel ``f`` (computed from the launch's scalars)."""
+        return [f'hidet::FastDivmod({text})' for text in self.kernel_divisors.get(f.name, ())]
 
     def call(self, e: Call) -> str:
         if e.func in _CUDA_BUILTINS:
@@ -211,10 +277,10 @@ class CodeGen:
             block = 1
             for b in f.block:
                 block *= b
-            head = f'__global__ void __launch_bounds__({block}) {f.name}({", ".join(params)}) {{'
-        else:
-            head = f'static void {f.name}({", ".join(params)}) {{'
-        return [head] + self.stmt(f.body, 1) + ['}', '']
+            body = self.kernel_body(f, set())  # the symbols are its scalars
+            params += self.kernel_params(f)
+            return [f'__global__ void __launch_bounds__({block}) {f.name}({", ".join(params)}) {{'] + body + ['}', '']
+        return [f'static void {f.name}({", ".join(params)}) {{'] + self.stmt(f.body, 1) + ['}', '']
 
     # ------------------------------------------------------------------ Hidet Script (hidet/lang)
     def c_type(self, t) -> str:
@@ -269,6 +335,7 @@ class CodeGen:
         self.function_ret = f.ret_type
         params = ', '.join(self.param(p) for p in f.params)
         ret = self.c_type(f.ret_type)
+        body = None
         if f.kind == 'cuda_kernel':
             bounds = ''
             if all(isinstance(b, int) for b in f.block):
@@ -276,6 +343,10 @@ class CodeGen:
                 for b in f.block:
                     threads *= b
                 bounds = f'__launch_bounds__({threads}) '
+            if not prototype:
+                scalars = {id(p) for p in f.params if p.type is None and p.dtype.name in _SIGNED_INTS}
+                body = self.kernel_body(f, scalars)
+                params = ', '.join([params] * bool(params) + self.kernel_params(f))
             head = f'__global__ void {bounds}{f.name}({params})'
         elif f.kind == 'cuda_device':
             head = f'__device__ __forceinline__ {ret} {f.name}({params})'
@@ -287,14 +358,14 @@ class CodeGen:
             raise ValueError(f'codegen: unknown function kind {f.kind!r}')
         if prototype:
             return [head + ';']
-        return [head + ' {'] + self.stmt(f.body, 1) + ['}', '']
+        return [head + ' {'] + (self.stmt(f.body, 1) if body is None else body) + ['}', '']
 
 
 def _launch_call(gen: CodeGen, f: Function, module: IRModule, index: int) -> List[str]:
     args = [f'({gen.storage_type(p.dtype)}*)buffers[{i}]' for i, p in enumerate(f.params[:module.num_inputs])]
     out = f.params[-1]
     args.append(f'({gen.storage_type(out.dtype)}*)buffers[{module.num_inputs + index}]')
-    args += [f'sym_{s}' for s in module.symbols]
+    args += [f'sym_{s}' for s in module.symbols] + gen.divisor_args(f)
     if f.kind == 'cpu':
         return [f'  {f.name}({", ".join(args)});']
     grid = ', '.join(str(g) if isinstance(g, int) else gen.expr(g) for g in f.grid)  # symbolic: from the dims
@@ -375,7 +446,7 @@ def _script_entry(gen: CodeGen, f: Function) -> List[str]:
         else:
             args.append(f'({gen.c_type(p.type)})buffers[{b}]')
             b += 1
-    call_args = ', '.join(args)
+    call_args = ', '.join(args + gen.divisor_args(f))
     if f.kind == 'cpu_kernel':
         return lines + [f'  hidet_script::{f.name}({call_args});', '  return 0;', '}', '']
 

@@ -36,6 +36,16 @@ def _flattened_linear(device='cuda'):
     return hidet.graph.optimize(hidet.trace_from([y], [x, w, bias]))
 
 
+def _heads_merged_linear(device='cuda', heads=4, dim=32):
+    """BERT's attention-output projection: [batch, heads, seq, dim] permuted and reshaped to rows of
+    heads * dim, times a weight: the prologue reads row m at (m / seq, m % seq), a run-time divisor."""
+    x = hidet.symbol(['batch', heads, 'seq', dim], 'float16', device)
+    w = hidet.symbol([heads * dim, 48], 'float16', device)
+    bias = hidet.symbol([48], 'float16', device)
+    h = ops.reshape(ops.permute(x, [0, 2, 1, 3]), [x.shape[0], x.shape[2], heads * dim])
+    return hidet.graph.optimize(hidet.trace_from([ops.matmul(h, w) + bias], [x, w, bias]))
+
+
 def test_task_instantiate_takes_symbols_at_values():
     task = _linear_residual().nodes[0].task
     static = task.instantiate({'batch': 2, 'seq': 5})
@@ -80,6 +90,22 @@ def test_flattened_rows_reshaped_back_get_the_dispatch():
     assert '% sym_seq' not in kernels and '/ sym_seq' not in kernels
 
 
+def test_run_time_divisors_use_fast_division_computed_at_launch():
+    """A division by a symbolic size in a CUDA kernel is a FastDivmod parameter (magic numbers computed by
+    the launch on the host), in template kernels and in the auto-scheduler's alike; static divisors and
+    CPU kernels keep plain division."""
+    (node,) = _heads_merged_linear().nodes
+    with hidet.option.context(cuda_arch='sm_90'):
+        source = task_sources([(node.task, 'cuda')], 0)[0]
+    template, generic = source.split("// the auto-scheduler's kernels")
+    for part in (template, generic):
+        assert 'fdm_0.div(' in part and 'fdm_0.mod(' in part and 'hidet::FastDivmod(sym_seq)' in part
+        assert '/ sym_seq' not in part and '% sym_seq' not in part
+    assert 'const hidet::FastDivmod fdm_0' in template
+    (cpu_node,) = _heads_merged_linear('cpu').nodes
+    assert 'FastDivmod' not in task_sources([(cpu_node.task, 'cpu')], 0)[0]
+
+
 def test_symbolic_sources_compile_with_nvcc():
     from hidet.backend.compiler import CompilerNotFoundError, find_nvcc
 
@@ -91,12 +117,12 @@ def test_symbolic_sources_compile_with_nvcc():
 
     q = hidet.symbol(['batch', 4, 'seq', 32], 'float16', 'cuda')
     attention = ops.scaled_dot_product_attention(q, q, q, is_causal=True).trace[0].task
-    tasks = [_linear_residual().nodes[0].task, attention]
+    tasks = [_linear_residual().nodes[0].task, attention, _heads_merged_linear().nodes[0].task]
     with hidet.option.context(cuda_arch=None if hidet.cuda.available() else 'sm_90'):
         sources = task_sources([(t, 'cuda') for t in tasks], 0)
-        assert 'sym_seq' in sources[1]
+        assert 'sym_seq' in sources[1] and 'FastDivmod' in sources[2]
         paths = build_libraries([(s, 'cuda', 'symbolic-template-test') for s in sources])
-    assert len(paths) == 2
+    assert len(paths) == 3
 
 
 # ---------------------------------------------------------------------------------------------- on the GPU
@@ -126,6 +152,33 @@ def test_flattened_linear_matches_torch():
         (out,) = compiled.run([x, w, bias])
         expected = (x * 2.0 + 1.0).half().float().reshape(-1, 64) @ w.float() + bias.float()
         torch.testing.assert_close(out.float(), expected.reshape(batch, seq, 48), rtol=2e-2, atol=2e-2)
+
+
+@pytest.mark.cuda
+def test_heads_merged_linear_matches_torch():
+    """Fast division by the run-time sequence length, in the template (aligned) and in the auto-scheduler's
+    fallback (a misaligned view of x), at lengths that are not powers of two."""
+    compiled = _heads_merged_linear().build()
+    w = torch.randn(128, 48, device='cuda').half() * 0.2
+    bias = torch.randn(48, device='cuda').half()
+    for batch, seq in [(1, 1), (2, 7), (3, 77), (16, 384), (2, 1000)]:
+        x = torch.randn(batch, 4, seq, 32, device='cuda').half()
+        expected = x.float().permute(0, 2, 1, 3).reshape(batch, seq, 128) @ w.float() + bias.float()
+        (out,) = compiled.run([x, w, bias])
+        torch.testing.assert_close(out.float(), expected, rtol=2e-2, atol=2e-2)
+        shifted = torch.randn(x.numel() + 1, device='cuda').half()[1:].view_as(x).copy_(x)
+        (out,) = compiled.run([shifted, w, bias])
+        torch.testing.assert_close(out.float(), expected, rtol=2e-2, atol=2e-2)
+
+
+@pytest.mark.cuda
+def test_auto_scheduled_transpose_divides_by_symbols_exactly():
+    x = hidet.symbol(['a', 'b', 'c'], 'float32', 'cuda')
+    compiled = hidet.trace_from([ops.permute(x, [2, 0, 1]) * 2.0], [x]).build()
+    for shape in [(1, 1, 1), (3, 5, 7), (17, 384, 3), (2, 1, 1023)]:
+        t = torch.randn(*shape, device='cuda')
+        (out,) = compiled.run([t])
+        torch.testing.assert_close(out, t.permute(2, 0, 1) * 2.0)
 
 
 @pytest.mark.cuda

@@ -7,6 +7,7 @@
 #include <cuda_runtime.h>
 
 #include "hidet/kernel/common.h"
+#include "hidet/kernel/fast_divmod.h"
 
 namespace hidet {
 
