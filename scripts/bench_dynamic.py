@@ -3,7 +3,10 @@ length, run at every (batch, seq) point without recompiling, against the same mo
 static shape — latency ratio per point (must be within 1.25x) and the outputs against eager.
 
     python scripts/bench_dynamic.py [--models bert,gpt2] [--batches 1,4,16] [--seqs 32,128,384] [--dtype f16]
-                                    [--static] [--markdown FILE]
+                                    [--static] [--markdown FILE] [--profile BATCHxSEQ,...]
+
+``--profile 16x384`` also lists, per model, the GPU time of the kernels of the dynamic and the static compile at
+that point (torch.profiler, CUDA graphs off): where a gap between the two comes from.
 
 Each model runs in this process; dynamo's compiles are counted by wrapping hidet's backend.
 """
@@ -29,6 +32,7 @@ def main() -> int:
     parser.add_argument('--space', type=int, default=0)
     parser.add_argument('--static', action='store_true', help='also compile each point statically and compare')
     parser.add_argument('--markdown')
+    parser.add_argument('--profile', help='BATCHxSEQ[,...]: kernel times of the dynamic and static compiles there')
     args = parser.parse_args()
     dtype = {'f16': torch.float16, 'f32': torch.float32, 'bf16': torch.bfloat16}[args.dtype]
     points = [(b, s) for b in map(int, args.batches.split(',')) for s in map(int, args.seqs.split(','))]
@@ -85,10 +89,50 @@ def main() -> int:
         emit()
         emit(f'{name}: dynamo compiled the dynamic model {n_dynamic} time(s) for {len(points)} shapes')
         emit()
+        for point in args.profile.split(',') if args.profile else []:
+            b, s = map(int, point.split('x'))
+            for dynamic_shapes in (True, False):
+                emit(f'### {name} {b}x{s}: kernels of the {"dynamic" if dynamic_shapes else "static"} compile')
+                emit('```')
+                emit(_kernel_profile(model, vocab, b, s, dynamic_shapes))
+                emit('```')
     if args.markdown:
         with open(args.markdown, 'w') as f:
             f.write('\n'.join(lines) + '\n')
     return 0
+
+
+def _kernel_profile(model, vocab: int, batch: int, seq: int, dynamic: bool, runs: int = 10) -> str:
+    """GPU time per kernel (ms per run, largest first) of the model compiled by hidet, without CUDA graphs."""
+    import torch
+    import torch.fx.experimental._config as fx_config
+    from torch.profiler import ProfilerActivity, profile
+
+    from hidet.torch import hidet_backend
+
+    torch._dynamo.reset()
+    ids = torch.randint(0, vocab, (batch, seq), device='cuda')
+    with fx_config.patch(backed_size_oblivious=True), torch.no_grad():
+        fn = torch.compile(lambda x: model(x)[0], dynamic=dynamic,
+                           backend=lambda gm, inputs: hidet_backend(gm, inputs, options={'use_cuda_graph': False}))
+        for _ in range(3):
+            fn(ids)
+        torch.cuda.synchronize()
+        with profile(activities=[ProfilerActivity.CUDA]) as prof:
+            for _ in range(runs):
+                fn(ids)
+            torch.cuda.synchronize()
+    totals = {}
+    for e in prof.events():
+        if e.device_type == torch.autograd.DeviceType.CUDA:
+            calls, us = totals.get(e.name, (0, 0.0))
+            totals[e.name] = (calls + 1, us + e.device_time)
+    rows = sorted(totals.items(), key=lambda kv: -kv[1][1])
+    total = sum(us for _, us in totals.values()) / runs / 1e3
+    lines = [f'total {total:.3f} ms per run']
+    for name, (calls, us) in rows[:20]:
+        lines.append(f'{us / runs / 1e3:8.3f} ms  {calls // runs:3d}x  {name[:110]}')
+    return '\n'.join(lines)
 
 
 if __name__ == '__main__':

@@ -116,6 +116,48 @@ def test_cuda_kernels_with_symbols_take_their_grid_from_the_dims():
     assert 'hidet::block_reduce_sum' in row and '< sym_n' in row
 
 
+def _layer_norm_center_and_head_split():
+    """Two kernels of a transformer at symbolic batch and sequence length: x - mean (a row broadcast) and
+    the key heads of a fused QKV projection, [b, s, 3 * 64] → [b, 4, s, 16] (a permute)."""
+    b, s = symbol_var('batch'), symbol_var('seq')
+    x = tensor_input('x', 'float16', [b, s, 64])
+    mean = tensor_input('mean', 'float16', [b, s, 1])
+    center = Task('center', [x, mean], [compute('y', [b, s, 64], lambda i, j, k: x[i, j, k] - mean[i, j, 0])])
+    qkv = tensor_input('qkv', 'float16', [b, s, 192])
+    heads = Task('heads', [qkv], [compute('y', [b, 4, s, 16], lambda i, h, j, d: qkv[i, j, 64 + h * 16 + d])])
+    return center, heads
+
+
+def test_symbolic_injective_kernels_are_vectorized():
+    """A static innermost extent lets a symbolic injective kernel copy 16 bytes at a time (the scalar kernel
+    stays as the fallback for unaligned buffers); an index unflattened by a symbolic size divides through a
+    FastDivmod, and one unflattened and flattened back is not divided at all."""
+    center, heads = (generate(schedule_task(t, 'cuda')) for t in _layer_norm_center_and_head_split())
+    for source, name in ((center, 'center'), (heads, 'heads')):
+        assert f'{name}_k0_scalar' in source and 'hidet::copy_vector<16>' in source
+    assert 'copy_vector<16>(x0_vec_' in center and 'in0 + n0_' in center  # x read at the output's own index
+    assert 'FastDivmod' not in center
+    assert 'fdm_0.div(' in heads and 'hidet::FastDivmod(sym_seq)' in heads and '/ sym_seq' not in heads
+
+
+@pytest.mark.cuda
+def test_symbolic_vectorized_kernels_match_torch_aligned_or_not():
+    center, heads = (_library(t, 'cuda') for t in _layer_norm_center_and_head_split())
+    for batch, seq in [(1, 1), (2, 7), (3, 384), (0, 5)]:
+        x = torch.randn(batch, seq, 64, device='cuda').half()
+        mean = torch.randn(batch, seq, 1, device='cuda').half()
+        qkv = torch.randn(batch, seq, 192, device='cuda').half()
+        shifted = torch.empty(qkv.numel() + 1, device='cuda').half()[1:].view_as(qkv).copy_(qkv)  # unaligned
+        out = torch.empty(batch, seq, 64, device='cuda').half()
+        center(H(x), H(mean), H(out), dims=[batch, seq])
+        torch.testing.assert_close(out, x - mean)
+        expected = qkv[:, :, 64:128].reshape(batch, seq, 4, 16).permute(0, 2, 1, 3)
+        for source in (qkv, shifted):
+            out = torch.empty(batch, 4, seq, 16, device='cuda').half()
+            heads(H(source), H(out), dims=[batch, seq])
+            torch.testing.assert_close(out, expected)
+
+
 # ---------------------------------------------------------------- graphs of symbolic tensors (run node by node)
 def _graph():
     from hidet.graph import ops

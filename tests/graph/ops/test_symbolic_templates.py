@@ -36,10 +36,10 @@ def _flattened_linear(device='cuda'):
     return hidet.graph.optimize(hidet.trace_from([y], [x, w, bias]))
 
 
-def _heads_merged_linear(device='cuda', heads=4, dim=32):
+def _heads_merged_linear(device='cuda', heads=4, dim=32, batch='batch', seq='seq'):
     """BERT's attention-output projection: [batch, heads, seq, dim] permuted and reshaped to rows of
     heads * dim, times a weight: the prologue reads row m at (m / seq, m % seq), a run-time divisor."""
-    x = hidet.symbol(['batch', heads, 'seq', dim], 'float16', device)
+    x = hidet.symbol([batch, heads, seq, dim], 'float16', device)
     w = hidet.symbol([heads * dim, 48], 'float16', device)
     bias = hidet.symbol([48], 'float16', device)
     h = ops.reshape(ops.permute(x, [0, 2, 1, 3]), [x.shape[0], x.shape[2], heads * dim])
@@ -106,6 +106,20 @@ def test_run_time_divisors_use_fast_division_computed_at_launch():
     assert 'FastDivmod' not in task_sources([(cpu_node.task, 'cpu')], 0)[0]
 
 
+@pytest.mark.parametrize('symbolic', [True, False])
+def test_heads_merged_rows_are_gathered_16_bytes_at_a_time(symbolic):
+    """k = head * dim + d: each 8 consecutive k (d % 8 == 0) are 8 consecutive elements of one head's row, so
+    the operand is copied in 16-byte chunks from a computed address (not element by element)."""
+    from hidet.graph.ops.matmul_templates.spec import match_gemm
+
+    graph = _heads_merged_linear() if symbolic else _heads_merged_linear(batch=2, seq=77)
+    spec = match_gemm(graph.nodes[0].task)
+    assert spec.a.mode == 'gather' and spec.b.mode == 'direct'
+    # head_dim 4: a chunk of 8 k spans two heads, not contiguous
+    narrow = _heads_merged_linear(heads=32, dim=4, batch=2, seq=77)
+    assert match_gemm(narrow.nodes[0].task).a.mode == 'computed'
+
+
 def test_symbolic_sources_compile_with_nvcc():
     from hidet.backend.compiler import CompilerNotFoundError, find_nvcc
 
@@ -155,9 +169,19 @@ def test_flattened_linear_matches_torch():
 
 
 @pytest.mark.cuda
-def test_heads_merged_linear_matches_torch():
-    """Fast division by the run-time sequence length, in the template (aligned) and in the auto-scheduler's
-    fallback (a misaligned view of x), at lengths that are not powers of two."""
+@pytest.mark.parametrize('symbolic', [True, False])
+def test_heads_merged_linear_matches_torch(symbolic):
+    """The gathered rows (fast division by the run-time sequence length where it is symbolic), in the template
+    (aligned) and in the auto-scheduler's fallback (a misaligned view of x), at lengths that are not powers of
+    two."""
+    if not symbolic:
+        compiled = _heads_merged_linear(batch=3, seq=77).build()
+        x = torch.randn(3, 4, 77, 32, device='cuda').half()
+        w, bias = torch.randn(128, 48, device='cuda').half() * 0.2, torch.randn(48, device='cuda').half()
+        (out,) = compiled.run([x, w, bias])
+        expected = x.float().permute(0, 2, 1, 3).reshape(3, 77, 128) @ w.float() + bias.float()
+        torch.testing.assert_close(out.float(), expected, rtol=2e-2, atol=2e-2)
+        return
     compiled = _heads_merged_linear().build()
     w = torch.randn(128, 48, device='cuda').half() * 0.2
     bias = torch.randn(48, device='cuda').half()

@@ -30,15 +30,14 @@ from typing import Dict, List
 
 from hidet.ir.compute import ReduceCompute, TensorNode
 from hidet.ir.dtypes import boolean, int64
-from hidet.ir.expr import (Expr, TensorElement, Var, binary, call, convert, is_static, logical_and, maximum,
-                           minimum)
+from hidet.ir.expr import Expr, TensorElement, Var, binary, call, convert, is_static, logical_and, minimum
 from hidet.ir.functors import collect, inline_computes, substitute
 from hidet.ir.schedulers.analysis import depends_on, linear
-from hidet.ir.schedulers.lowering import CUDA_BLOCK, Lowering, flat_index, prod, top_reduces, unflatten
+from hidet.ir.schedulers.lowering import (CUDA_BLOCK, CUDA_MAX_GRID, Lowering, flat_index, grid_size, prod, top_reduces,
+                                          unflatten)
 from hidet.ir.stmt import Declare, For, Function, If, IRModule, Seq, Stmt, Store
 from hidet.ir.task import Task
 
-CUDA_MAX_GRID = 65536 * 8
 BLOCK_REDUCE_MIN_EXTENT = 128
 CPU_CHUNK = 4096  # innermost elements per iteration of the CPU's parallel loop, at most
 CPU_MIN_ITERATIONS = 64  # iterations of the CPU's parallel loop, at least (where there are elements enough)
@@ -98,23 +97,29 @@ def _cpu_kernel(name: str, params: List[Var], out_param: Var, value: Expr, axes,
 
 
 # ---------------------------------------------------------------- CUDA
-def _grid(numel, per_block: int):
-    """Blocks of a grid-stride loop over ``numel`` items, ``per_block`` per block: one block per
-    ``per_block`` items, at most CUDA_MAX_GRID, at least one; an expression of the dims where ``numel`` is
-    symbolic (computed by the launch entry)."""
-    if is_static(numel):
-        return max(min(-(-numel // per_block), CUDA_MAX_GRID), 1)
-    return maximum(minimum((numel + (per_block - 1)) / per_block, CUDA_MAX_GRID), 1)
-
-
 def _cuda_symbolic(name: str, params: List[Var], out_param: Var, value: Expr, axes, shape,
                    lowering: Lowering) -> Function:
-    """Symbolic extents: the grid comes from the dims at launch. Injective: a thread per element (no
-    vectorized variant: its alignment depends on the sizes); reductions: a block per output element,
-    whatever the layout (the column style sizes its blocks from the static shape)."""
+    """Symbolic extents: the grid comes from the dims at launch. Injective: vectorized where the innermost
+    extent is static (else a thread per element); reductions: a block per output element, whatever the
+    layout (the column style sizes its blocks from the static shape)."""
     if not collect(value, ReduceCompute):
-        return _cuda_thread(name, params, out_param, value, axes, shape, lowering)
+        return _injective(name, params, out_param, value, axes, shape, lowering)
     return _cuda_row(name, params, out_param, value, axes, shape, lowering, 'block')
+
+
+def _injective(name: str, params: List[Var], out_param: Var, value: Expr, axes, shape,
+               lowering: Lowering) -> Function:
+    """The vectorized kernel of an injective output, with the scalar one as its fallback (for unaligned
+    buffers), or the scalar one alone."""
+    from hidet.ir.schedulers.vectorize import vectorized_kernel
+
+    scalar = _cuda_thread(name, params, out_param, value, axes, shape, lowering)
+    vector = vectorized_kernel(name, params, out_param, value, axes, shape, Lowering(lowering.params))
+    if vector is None:
+        return scalar
+    scalar.name = f'{name}_scalar'
+    vector.fallback = scalar
+    return vector
 
 
 def _cuda_thread(name: str, params: List[Var], out_param: Var, value: Expr, axes, shape,
@@ -127,7 +132,7 @@ def _cuda_thread(name: str, params: List[Var], out_param: Var, value: Expr, axes
     element = lowering.value(_element_value(value, axes, shape, n), body, 'thread')
     loop = For(n, call('hidet_global_thread_idx', dtype=int64), numel, call('hidet_global_threads', dtype=int64),
                Seq(body + [Store(out_param, n, element)]))
-    return Function(name, params, loop, 'cuda', grid=(_grid(numel, CUDA_BLOCK),), block=(CUDA_BLOCK,))
+    return Function(name, params, loop, 'cuda', grid=(grid_size(numel, CUDA_BLOCK),), block=(CUDA_BLOCK,))
 
 
 def _cuda_row(name: str, params: List[Var], out_param: Var, value: Expr, axes, shape, lowering: Lowering,
@@ -142,7 +147,7 @@ def _cuda_row(name: str, params: List[Var], out_param: Var, value: Expr, axes, s
         'block': (1, 'hidet_thread_idx', 'hidet_block_idx', 'hidet_grid_dim')}[mode]
     guarded = Seq(body + [If(binary('==', call(first, dtype=int64), 0), Store(out_param, n, element))])
     loop = For(n, call(group, dtype=int64), numel, call(groups, dtype=int64), guarded)
-    return Function(name, params, loop, 'cuda', grid=(_grid(numel, per_block),), block=(CUDA_BLOCK,))
+    return Function(name, params, loop, 'cuda', grid=(grid_size(numel, per_block),), block=(CUDA_BLOCK,))
 
 
 def _column_shape(numel: int, extent: int, value: Expr):
@@ -197,8 +202,6 @@ def reduce_style(value: Expr, axes, shape) -> str:
 
 def _output_kernel(task: Task, out: TensorNode, out_param: Var, params: Dict[int, Var], target: str,
                    name: str) -> Function:
-    from hidet.ir.schedulers.vectorize import vectorized_kernel
-
     axes = out.definition.axes
     value = inline_computes(out.definition.value)
     all_params = [params[id(t)] for t in task.inputs] + [out_param]
@@ -209,13 +212,7 @@ def _output_kernel(task: Task, out: TensorNode, out_param: Var, params: Dict[int
         return _cuda_symbolic(name, all_params, out_param, value, axes, out.shape, lowering)
     largest = max((prod(r.shape) for r in collect(value, ReduceCompute)), default=0)
     if largest <= 1:
-        scalar = _cuda_thread(name, all_params, out_param, value, axes, out.shape, lowering)
-        vector = vectorized_kernel(name, all_params, out_param, value, axes, out.shape, Lowering(params))
-        if vector is None:
-            return scalar
-        scalar.name = f'{name}_scalar'
-        vector.fallback = scalar
-        return vector
+        return _injective(name, all_params, out_param, value, axes, out.shape, lowering)
     if reduce_style(value, axes, out.shape) == 'column':
         cols, rows = _column_shape(prod(out.shape), largest, value)
         if rows == 1:

@@ -16,12 +16,14 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 from hidet.ir.compute import ReduceCompute
 from hidet.ir.dtypes import DataType, int64
-from hidet.ir.expr import BufferLoad, Constant, Expr, TensorElement, Var, binary, call, cast, convert, is_static, select
+from hidet.ir.expr import (BufferLoad, Constant, Expr, TensorElement, Var, binary, call, cast, convert, is_static,
+                           maximum, minimum, select)
 from hidet.ir.functors import collect, merge_divmod, rewrite, substitute
 from hidet.ir.schedulers.analysis import depends_on, structural_key
 from hidet.ir.stmt import Assign, Declare, For, Seq, Stmt
 
 CUDA_BLOCK = 256
+CUDA_MAX_GRID = 65536 * 8  # blocks of a grid-stride loop, at most
 
 
 def prod(xs: Sequence[int]) -> int:
@@ -30,6 +32,15 @@ def prod(xs: Sequence[int]) -> int:
     for x in xs:
         n = x if is_static(n) and n == 1 else n * x
     return n
+
+
+def grid_size(numel, per_block: int):
+    """Blocks of a grid-stride loop over ``numel`` items, ``per_block`` per block: one block per
+    ``per_block`` items, at most CUDA_MAX_GRID, at least one; an expression of the dims where ``numel`` is
+    symbolic (computed by the launch entry)."""
+    if is_static(numel):
+        return max(min(-(-numel // per_block), CUDA_MAX_GRID), 1)
+    return maximum(minimum((numel + (per_block - 1)) / per_block, CUDA_MAX_GRID), 1)
 
 
 def flat_index(indices: Sequence[Expr], shape: Sequence[int]) -> Expr:

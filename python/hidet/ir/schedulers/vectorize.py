@@ -21,15 +21,15 @@ from typing import Dict, List, Optional, Tuple
 
 from hidet.ir.compute import ReduceCompute
 from hidet.ir.dtypes import int64
-from hidet.ir.expr import (Binary, BufferLoad, Call, Cast, Constant, Expr, Select, TensorElement, Unary, Var, call)
-from hidet.ir.functors import collect, substitute
+from hidet.ir.expr import (Binary, BufferLoad, Call, Cast, Constant, Expr, Select, TensorElement, Unary, Var, call,
+                           is_static)
+from hidet.ir.functors import collect, merge_divmod, substitute
 from hidet.ir.schedulers.analysis import depends_on, linear, structural_key
-from hidet.ir.schedulers.lowering import CUDA_BLOCK, Lowering, flat_index, prod, unflatten
+from hidet.ir.schedulers.lowering import CUDA_BLOCK, Lowering, flat_index, grid_size, prod, unflatten
 from hidet.ir.stmt import Declare, For, Function, Seq, Stmt, Store, VectorCopy
 from hidet.ir.type import TensorType
 
 VECTOR_BYTES = 16
-CUDA_MAX_GRID = 65536 * 8
 
 
 class _NotVectorizable(Exception):
@@ -123,8 +123,10 @@ def _plan(value: Expr, axes, shape, out_bytes: int) -> Optional[_Plan]:
 
 def vectorized_kernel(name: str, params: List[Var], out_param: Var, value: Expr, axes, shape,
                       lowering: Lowering) -> Optional[Function]:
-    """The vectorized kernel of an injective output, or None where its reads do not allow one."""
-    if not shape or prod(shape) == 0 or collect(value, ReduceCompute):
+    """The vectorized kernel of an injective output, or None where its reads do not allow one. Symbolic
+    outer dimensions are fine (the innermost extent is static): the grid then comes from the dims."""
+    symbolic = not all(is_static(s) for s in shape)
+    if not shape or not is_static(shape[-1]) or (not symbolic and prod(shape) == 0) or collect(value, ReduceCompute):
         return None
     plan = _plan(value, axes, shape, out_param.dtype.nbytes)
     if plan is None:
@@ -134,7 +136,7 @@ def vectorized_kernel(name: str, params: List[Var], out_param: Var, value: Expr,
     body: List[Stmt] = [Declare(n0, q * lanes)]
     base: Dict[Var, Expr] = {}
     for d, idx in enumerate(unflatten(n0, shape)):
-        if isinstance(idx, (Var, Constant)):
+        if isinstance(idx, (Var, Constant)) or symbolic:  # (symbolic: whole, for merge_divmod in the reads)
             base[axes[d]] = idx
         else:
             v = Var('w0' if d == len(shape) - 1 else f'i{d}', int64)
@@ -149,7 +151,8 @@ def vectorized_kernel(name: str, params: List[Var], out_param: Var, value: Expr,
     for v, e, flat in plan.vectors:
         reg = Var(f'{v.name}_vec', e.dtype, type=TensorType(e.dtype, [lanes], 'register'))
         buffer = lowering.params[id(e.tensor)]
-        body += [Declare(reg), VectorCopy(reg, 0, buffer, lowering.loads(substitute(flat, base)), lanes)]
+        index = lowering.loads(substitute(flat, base))
+        body += [Declare(reg), VectorCopy(reg, 0, buffer, merge_divmod(index) if symbolic else index, lanes)]
         aligned[params.index(buffer)] = lanes * e.dtype.nbytes
         lane_var = Var(f'{v.name}_lane', e.dtype)
         lane_body.append(Declare(lane_var, BufferLoad(reg, j, e.dtype)))
@@ -159,10 +162,9 @@ def vectorized_kernel(name: str, params: List[Var], out_param: Var, value: Expr,
     body += [Declare(out_reg), For(j, 0, lanes, 1, Seq(lane_body), kind='unroll'),
              VectorCopy(out_param, n0, out_reg, 0, lanes)]
     aligned[len(params) - 1] = lanes * out_param.dtype.nbytes
-    vectors = numel // lanes
+    vectors = numel / lanes if symbolic else numel // lanes  # (lanes divides the innermost extent)
     loop = For(q, call('hidet_global_thread_idx', dtype=int64), vectors, call('hidet_global_threads', dtype=int64),
                Seq(body))
-    grid = min(-(-vectors // CUDA_BLOCK), CUDA_MAX_GRID)
-    f = Function(name, params, loop, 'cuda', grid=(max(grid, 1),), block=(CUDA_BLOCK,))
+    f = Function(name, params, loop, 'cuda', grid=(grid_size(vectors, CUDA_BLOCK),), block=(CUDA_BLOCK,))
     f.aligned = tuple(sorted(aligned.items()))
     return f

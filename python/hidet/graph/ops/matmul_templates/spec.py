@@ -252,8 +252,11 @@ def _operand(name: str, value: Expr, task: Task, batch_vars, axes: Sequence[Tupl
 def _gather(value: Expr, task: Task, batch_vars, axes, k_axes, folds: Dict[Var, Expr], mma_dtype: DataType
             ) -> Optional[Gather]:
     """The Gather of ``value`` (over the unfolded axes) when it is ``[select(valid, ]X[index][, 0)]`` with the
-    index affine, its innermost k axis of stride 1 and extent a multiple of 8, every other stride and the
-    offset multiples of 8, and ``valid`` not depending on that axis."""
+    index affine in the axes and in pieces ``k / c``, ``k % c`` of the innermost k axis (c a multiple of 8: a
+    reshape that merged heads x head_dim into k), moving by 1 along that axis (k or a ``k % c``) and by
+    multiples of 8 along every other (and its offset a multiple of 8), the innermost k extent a multiple of 8,
+    and ``valid`` not depending on that axis: then each 8 consecutive k (from a multiple of 8) are 8
+    consecutive elements."""
     valid = None
     if isinstance(value, Select):
         f = _strip_cast(value.f)
@@ -266,15 +269,45 @@ def _gather(value: Expr, task: Task, batch_vars, axes, k_axes, folds: Dict[Var, 
         return None
     inner_k = k_axes[-1][0]
     flat = flat_index(value.indices, value.tensor.shape)
-    form = affine(flat, list(batch_vars) + [v for v, _ in axes] + [v for v, _ in k_axes])
-    if form is None or form.coeff(inner_k) != 1 or form.offset % 8:
+    pieces: Dict[Tuple[str, int], Var] = {}  # ('/' or '%', c) → a variable standing for k / c or k % c
+
+    def piece(e: Expr) -> Optional[Expr]:
+        if isinstance(e, Binary) and e.op in ('/', '%') and _strip_int_cast(e.a) is inner_k:
+            c = _strip_int_cast(e.b)
+            if isinstance(c, Constant) and int(c.value) > 0 and int(c.value) % 8 == 0:
+                return pieces.setdefault((e.op, int(c.value)), Var(f'k{e.op}{int(c.value)}'))
         return None
-    if any(c % 8 for v, c in form.coeffs.items() if v != id(inner_k)):
+
+    split = rewrite(flat, piece)
+    moving = [inner_k] + [v for (op, _), v in pieces.items() if op == '%']  # step 1 along a chunk of 8 k
+    form = affine(split, list(batch_vars) + [v for v, _ in axes] + [v for v, _ in k_axes] + list(pieces.values()))
+    if form is None or not _multiple_of(form.offset, 8):
+        return None
+    step = simplify_dim(sum(form.coeff(v) for v in moving))
+    if not (isinstance(step, int) and step == 1):
+        return None
+    if any(not _multiple_of(c, 8) for v, c in form.coeffs.items() if v not in {id(x) for x in moving}):
         return None
     if valid is not None and any(x is inner_k for x in collect(valid, Var)):
         return None
     pos = next(i for i, t in enumerate(task.inputs) if t is value.tensor)
     return Gather(pos, substitute(flat, folds), None if valid is None else substitute(valid, folds))
+
+
+def _multiple_of(c, q: int) -> bool:
+    """Whether coefficient ``c`` (an int, or an expression of symbols) is a multiple of ``q`` for every value
+    of its symbols, as far as its form shows (a sum of multiples, a product with a multiple)."""
+    if isinstance(c, int):
+        return c % q == 0
+    if isinstance(c, Constant):
+        return int(c.value) % q == 0
+    if isinstance(c, Cast) or (isinstance(c, Unary) and c.op == '-'):
+        return _multiple_of(c.a, q)
+    if isinstance(c, Binary) and c.op in ('+', '-'):
+        return _multiple_of(c.a, q) and _multiple_of(c.b, q)
+    if isinstance(c, Binary) and c.op == '*':
+        return _multiple_of(c.a, q) or _multiple_of(c.b, q)
+    return False
 
 
 def _fold_affine(index: Affine, axes: Sequence[Tuple[Var, int]], mn_var: Var) -> Optional[Affine]:
