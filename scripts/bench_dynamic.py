@@ -21,7 +21,7 @@ def main() -> int:
     import torch.fx.experimental._config as fx_config
 
     from hidet.cli.models import make_model
-    from hidet.torch import hidet_backend
+    from hidet.torch import dynamic_tracing, hidet_backend
     from hidet.utils.benchmark import benchmark_func
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -36,11 +36,15 @@ def main() -> int:
     args = parser.parse_args()
     dtype = {'f16': torch.float16, 'f32': torch.float32, 'bf16': torch.bfloat16}[args.dtype]
     points = [(b, s) for b in map(int, args.batches.split(',')) for s in map(int, args.seqs.split(','))]
-    lines = []
 
-    def emit(line=''):
+    if args.markdown:
+        open(args.markdown, 'w').close()
+
+    def emit(line=''):  # (the markdown file grows as rows come: a run cut short keeps what it measured)
         print(line, flush=True)
-        lines.append(line)
+        if args.markdown:
+            with open(args.markdown, 'a') as f:
+                f.write(line + '\n')
 
     for name in args.models.split(','):
         model, _ = make_model(name, 1, 8, 'cuda', dtype)
@@ -63,7 +67,8 @@ def main() -> int:
             for b, s in points:
                 ids = torch.randint(0, vocab, (b, s), device='cuda')
                 t0 = time.perf_counter()
-                out = dynamic(ids)
+                with dynamic_tracing():  # where dynamo may trace: no guard batch != 1 from SDPA's kernel choice
+                    out = dynamic(ids)
                 torch.cuda.synchronize()
                 first = time.perf_counter() - t0
                 ref = model(ids)[0]
@@ -96,23 +101,19 @@ def main() -> int:
                 emit('```')
                 emit(_kernel_profile(model, vocab, b, s, dynamic_shapes))
                 emit('```')
-    if args.markdown:
-        with open(args.markdown, 'w') as f:
-            f.write('\n'.join(lines) + '\n')
     return 0
 
 
 def _kernel_profile(model, vocab: int, batch: int, seq: int, dynamic: bool, runs: int = 10) -> str:
     """GPU time per kernel (ms per run, largest first) of the model compiled by hidet, without CUDA graphs."""
     import torch
-    import torch.fx.experimental._config as fx_config
     from torch.profiler import ProfilerActivity, profile
 
-    from hidet.torch import hidet_backend
+    from hidet.torch import dynamic_tracing, hidet_backend
 
     torch._dynamo.reset()
     ids = torch.randint(0, vocab, (batch, seq), device='cuda')
-    with fx_config.patch(backed_size_oblivious=True), torch.no_grad():
+    with dynamic_tracing(), torch.no_grad():
         fn = torch.compile(lambda x: model(x)[0], dynamic=dynamic,
                            backend=lambda gm, inputs: hidet_backend(gm, inputs, options={'use_cuda_graph': False}))
         for _ in range(3):

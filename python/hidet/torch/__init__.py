@@ -11,12 +11,13 @@
 """
 from hidet.graph.frontend.torch import (  # noqa: F401
     CompiledFx, CompileOptions, DynamoConfig, HidetModule, Interpreter, Registry, UnsupportedOperatorsError,
-    compile_to_file, default_registry, dynamo_config, hidet_backend, register_function, register_method,
-    register_module, target_name,
+    compile_to_file, default_registry, dynamic_tracing, dynamo_config, hidet_backend, register_function,
+    register_method, register_module, target_name,
 )
 
 __all__ = [
     'CompiledFx', 'CompileOptions', 'DynamoConfig', 'HidetModule', 'Interpreter', 'Registry',
-    'UnsupportedOperatorsError', 'compile_to_file', 'default_registry', 'dynamo_config', 'hidet_backend',
+    'UnsupportedOperatorsError', 'compile_to_file', 'default_registry', 'dynamic_tracing', 'dynamo_config',
+    'hidet_backend',
     'register_function', 'register_method', 'register_module', 'target_name',
 ]

@@ -1,10 +1,12 @@
 """torch.compile(backend='hidet') with dynamic shapes: dynamic=True, mark_dynamic and dynamo's automatic
 dynamic shapes give one symbolic hidet graph, built once and run at every size (compiles counted)."""
+import contextlib
+
 import pytest
 import torch
 import torch.fx.experimental._config as fx_config
 
-from hidet.torch import hidet_backend
+from hidet.torch import dynamic_tracing, hidet_backend
 
 from .models import GPTAttention, LlamaLayer, TransformerBlock
 from .utils import assert_close
@@ -75,6 +77,40 @@ def test_dynamic_true_transformer_and_llama(size_oblivious):
     backend = CountingBackend()
     # (batch or sequence 1 would recompile: torch's matmul decomposition of the rotary table guards on it)
     _run_sizes(LlamaLayer().eval(), llama_inputs, [(2, 6), (3, 11), (4, 3)], backend, dynamic=True)
+    assert len(backend.compiled) == 1 and backend.builds == 1
+
+
+class MaskedAttention(torch.nn.Module):
+    """Attention through scaled_dot_product_attention with a 4-D boolean mask of the batch's size, as transformers
+    (before 5.24) builds for SDPA under torch.compile even where nothing is masked."""
+
+    def __init__(self, dim=32, heads=4):
+        super().__init__()
+        self.heads = heads
+        self.qkv = torch.nn.Linear(dim, 3 * dim)
+
+    def forward(self, x):
+        b, s, d = x.shape
+        q, k, v = self.qkv(x).view(b, s, 3, self.heads, d // self.heads).permute(2, 0, 3, 1, 4)
+        mask = (torch.arange(s)[None, None, :, None] >= 0).expand(b, -1, s, s)
+        y = torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+        return y.transpose(1, 2).reshape(b, s, d)
+
+
+def test_sdpa_with_a_batch_mask_compiles_once_batch_1_included():
+    # before torch 2.13, SDPA's fused-kernel checks guard mask batch != 1 unless traced under dynamic_tracing
+    # (sequence 1 would recompile: the math kernel's matmul decomposition guards it, as transformers' SDPA does)
+    torch._dynamo.reset()
+    torch.manual_seed(0)
+    model, backend = MaskedAttention().eval(), CountingBackend()
+    compiled = torch.compile(model, backend=backend, dynamic=True)
+    with torch.no_grad():
+        for i, (b, s) in enumerate([(4, 8), (1, 8), (3, 5), (1, 3)]):
+            x = torch.randn(b, s, 32)
+            with dynamic_tracing() if i == 0 else contextlib.nullcontext():
+                y = compiled(x)
+            assert_close(y, model(x))
+    torch._dynamo.reset()
     assert len(backend.compiled) == 1 and backend.builds == 1
 
 

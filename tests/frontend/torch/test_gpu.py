@@ -1,6 +1,7 @@
 """GPU tests of the torch frontend: CUDA tensors, float16, use_fp16, CUDA graphs, and (where
 torchvision / transformers import) the target models with random weights. Marked `cuda`: they skip
 themselves on machines without a GPU."""
+import contextlib
 import copy
 
 import pytest
@@ -9,7 +10,7 @@ from torch import nn
 
 import hidet
 from hidet.graph.frontend.torch import dynamo_backend
-from hidet.torch import dynamo_config
+from hidet.torch import dynamic_tracing, dynamo_config
 
 from .models import GPTAttention, LlamaLayer, SmallCNN, TransformerBlock, VisionBlocks
 from .utils import assert_close
@@ -198,10 +199,12 @@ def test_dynamic_shapes_transformers(name):
     torch._dynamo.reset()
     with fx_config.patch(backed_size_oblivious=True), torch.no_grad():
         compiled = torch.compile(lambda ids: model(ids)[0], backend=backend, dynamic=True)
-        # (batch >= 2: torch 2.11's dynamo specializes a batch of 1 even size-oblivious, and recompiles)
-        for batch, seq in [(4, 32), (16, 7), (2, 100), (3, 128), (4, 33)]:
+        for i, (batch, seq) in enumerate([(4, 32), (16, 7), (1, 100), (3, 128), (1, 33)]):
             ids = torch.randint(0, 1000, (batch, seq), device='cuda')
-            torch.testing.assert_close(compiled(ids).float(), model(ids)[0].float(), rtol=2e-2, atol=2e-2)
+            # the tracing call: else torch < 2.13 guards batch != 1 in SDPA's kernel choice, and batch 1 recompiles
+            with dynamic_tracing() if i == 0 else contextlib.nullcontext():
+                out = compiled(ids)
+            torch.testing.assert_close(out.float(), model(ids)[0].float(), rtol=2e-2, atol=2e-2)
     assert len(compiles) == 1
     torch._dynamo.reset()
 

@@ -18,9 +18,10 @@ from hidet.graph.frontend.torch.dynamo_config import CompileOptions, DynamoConfi
 from hidet.graph.frontend.torch.interpreter import Interpreter, UnsupportedOperatorsError
 from hidet.graph.frontend.torch.dynamo_backend import CompiledFx, hidet_backend
 from hidet.graph.frontend.torch.export import compile_to_file
+from hidet.graph.frontend.torch.dynamic_shapes import dynamic_tracing
 
 __all__ = [
     'HidetModule', 'Registry', 'default_registry', 'register_function', 'register_method', 'register_module',
     'target_name', 'CompileOptions', 'DynamoConfig', 'dynamo_config', 'Interpreter', 'UnsupportedOperatorsError',
-    'CompiledFx', 'hidet_backend', 'compile_to_file',
+    'CompiledFx', 'hidet_backend', 'compile_to_file', 'dynamic_tracing',
 ]

@@ -12,7 +12,8 @@ again), as are sizes whose expressions hidet cannot write.
 """
 from __future__ import annotations
 
-from typing import Any, List, Optional, Sequence, Set
+import contextlib
+from typing import Any, Iterator, List, Optional, Sequence, Set
 
 import torch
 import torch.fx
@@ -102,3 +103,27 @@ def placeholder_dims(gm: torch.fx.GraphModule, constants: Sequence[bool]) -> Lis
 
 def dims_text(dims: Sequence[Any]) -> str:
     return '[' + ', '.join(str(d) if isinstance(d, int) else repr(d) for d in dims) + ']'
+
+
+@contextlib.contextmanager
+def dynamic_tracing() -> Iterator[None]:
+    """Where dynamo traces for ``torch.compile(model, backend='hidet', dynamic=True)``, so that one compile serves
+    every batch and sequence length, 1 included: the first call of the compiled model (or any call that may compile
+    again) runs inside it; later calls need not.
+
+    - ``backed_size_oblivious``: a size first seen as 1 is a symbol too, not specialized (and no guard >= 2).
+    - ``scaled_dot_product_attention`` picks the math kernel while dynamo runs it on fake tensors. Before torch 2.13
+      the fused kernels' checks (``check_attn_mask_shape`` in ATen's sdp_utils_cpp.h, reached through
+      ``_fused_sdp_choice_cpp`` on CPU and ``can_use_cudnn_attention`` on CUDA at half precision) compare an
+      attention mask's batch with 1, and dynamo keeps that as a guard ``batch != 1``: a batch of 1 then compiles
+      again. The graph holds one scaled_dot_product_attention node whichever kernel the fake run picked, and hidet
+      converts that node itself, so the pick is no part of what runs; dynamo does not guard the SDPA flags.
+    """
+    import torch.fx.experimental._config as fx_config
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    with contextlib.ExitStack() as stack:
+        if hasattr(fx_config, 'backed_size_oblivious'):
+            stack.enter_context(fx_config.patch(backed_size_oblivious=True))
+        stack.enter_context(sdpa_kernel([SDPBackend.MATH]))
+        yield
