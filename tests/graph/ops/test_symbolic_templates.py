@@ -36,14 +36,20 @@ def _flattened_linear(device='cuda'):
     return hidet.graph.optimize(hidet.trace_from([y], [x, w, bias]))
 
 
-def _heads_merged_linear(device='cuda', heads=4, dim=32, batch='batch', seq='seq'):
+def _heads_merged_linear(device='cuda', heads=4, dim=32, batch='batch', seq='seq', flatten=False):
     """BERT's attention-output projection: [batch, heads, seq, dim] permuted and reshaped to rows of
-    heads * dim, times a weight: the prologue reads row m at (m / seq, m % seq), a run-time divisor."""
+    heads * dim, times a weight: the prologue reads row m at (m / seq, m % seq), a run-time divisor.
+    ``flatten``: GPT-2's Conv1D, the rows flattened to [batch * seq, heads * dim] and the product reshaped
+    back (m is one axis, divided by seq in the prologue)."""
     x = hidet.symbol([batch, heads, seq, dim], 'float16', device)
     w = hidet.symbol([heads * dim, 48], 'float16', device)
     bias = hidet.symbol([48], 'float16', device)
     h = ops.reshape(ops.permute(x, [0, 2, 1, 3]), [x.shape[0], x.shape[2], heads * dim])
-    return hidet.graph.optimize(hidet.trace_from([ops.matmul(h, w) + bias], [x, w, bias]))
+    if flatten:
+        y = ops.reshape(ops.matmul(ops.reshape(h, [-1, heads * dim]), w) + bias, [x.shape[0], x.shape[2], 48])
+    else:
+        y = ops.matmul(h, w) + bias
+    return hidet.graph.optimize(hidet.trace_from([y], [x, w, bias]))
 
 
 def test_task_instantiate_takes_symbols_at_values():
@@ -106,13 +112,16 @@ def test_run_time_divisors_use_fast_division_computed_at_launch():
     assert 'FastDivmod' not in task_sources([(cpu_node.task, 'cpu')], 0)[0]
 
 
+@pytest.mark.parametrize('flatten', [False, True])
 @pytest.mark.parametrize('symbolic', [True, False])
-def test_heads_merged_rows_are_gathered_16_bytes_at_a_time(symbolic):
+def test_heads_merged_rows_are_gathered_16_bytes_at_a_time(symbolic, flatten):
     """k = head * dim + d: each 8 consecutive k (d % 8 == 0) are 8 consecutive elements of one head's row, so
-    the operand is copied in 16-byte chunks from a computed address (not element by element)."""
+    the operand is copied in 16-byte chunks from a computed address (not element by element), whether the
+    rows are (batch, seq) axes or one flattened axis m read at (m / seq, m % seq)."""
     from hidet.graph.ops.matmul_templates.spec import match_gemm
 
-    graph = _heads_merged_linear() if symbolic else _heads_merged_linear(batch=2, seq=77)
+    graph = _heads_merged_linear(flatten=flatten) if symbolic else _heads_merged_linear(batch=2, seq=77,
+                                                                                       flatten=flatten)
     spec = match_gemm(graph.nodes[0].task)
     assert spec.a.mode == 'gather' and spec.b.mode == 'direct'
     # head_dim 4: a chunk of 8 k spans two heads, not contiguous
@@ -169,20 +178,21 @@ def test_flattened_linear_matches_torch():
 
 
 @pytest.mark.cuda
+@pytest.mark.parametrize('flatten', [False, True])
 @pytest.mark.parametrize('symbolic', [True, False])
-def test_heads_merged_linear_matches_torch(symbolic):
+def test_heads_merged_linear_matches_torch(symbolic, flatten):
     """The gathered rows (fast division by the run-time sequence length where it is symbolic), in the template
     (aligned) and in the auto-scheduler's fallback (a misaligned view of x), at lengths that are not powers of
     two."""
     if not symbolic:
-        compiled = _heads_merged_linear(batch=3, seq=77).build()
+        compiled = _heads_merged_linear(batch=3, seq=77, flatten=flatten).build()
         x = torch.randn(3, 4, 77, 32, device='cuda').half()
         w, bias = torch.randn(128, 48, device='cuda').half() * 0.2, torch.randn(48, device='cuda').half()
         (out,) = compiled.run([x, w, bias])
         expected = x.float().permute(0, 2, 1, 3).reshape(3, 77, 128) @ w.float() + bias.float()
         torch.testing.assert_close(out.float(), expected, rtol=2e-2, atol=2e-2)
         return
-    compiled = _heads_merged_linear().build()
+    compiled = _heads_merged_linear(flatten=flatten).build()
     w = torch.randn(128, 48, device='cuda').half() * 0.2
     bias = torch.randn(48, device='cuda').half()
     for batch, seq in [(1, 1), (2, 7), (3, 77), (16, 384), (2, 1000)]:

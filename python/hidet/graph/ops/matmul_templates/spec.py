@@ -252,8 +252,9 @@ def _operand(name: str, value: Expr, task: Task, batch_vars, axes: Sequence[Tupl
 def _gather(value: Expr, task: Task, batch_vars, axes, k_axes, folds: Dict[Var, Expr], mma_dtype: DataType
             ) -> Optional[Gather]:
     """The Gather of ``value`` (over the unfolded axes) when it is ``[select(valid, ]X[index][, 0)]`` with the
-    index affine in the axes and in pieces ``k / c``, ``k % c`` of the innermost k axis (c a multiple of 8: a
-    reshape that merged heads x head_dim into k), moving by 1 along that axis (k or a ``k % c``) and by
+    index affine in the axes, in pieces ``k / c``, ``k % c`` of the innermost k axis (c a multiple of 8: a
+    reshape that merged heads x head_dim into k) and in pieces ``v / d``, ``v % d`` of the other axes (rows
+    flattened over a permute: ``m / seq``, ``m % seq``), moving by 1 along that axis (k or a ``k % c``) and by
     multiples of 8 along every other (and its offset a multiple of 8), the innermost k extent a multiple of 8,
     and ``valid`` not depending on that axis: then each 8 consecutive k (from a multiple of 8) are 8
     consecutive elements."""
@@ -269,17 +270,23 @@ def _gather(value: Expr, task: Task, batch_vars, axes, k_axes, folds: Dict[Var, 
         return None
     inner_k = k_axes[-1][0]
     flat = flat_index(value.indices, value.tensor.shape)
-    pieces: Dict[Tuple[str, int], Var] = {}  # ('/' or '%', c) → a variable standing for k / c or k % c
+    # variables standing for k / c, k % c (c a multiple of 8), and for v / d, v % d of the other axes (any d:
+    # constant along a chunk, as its axis is), keyed by (variable, op, divisor)
+    pieces: Dict[Tuple[int, str, str], Var] = {}
+    others = {id(v) for v in list(batch_vars) + [v for v, _ in axes] + [v for v, _ in k_axes[:-1]]}
 
     def piece(e: Expr) -> Optional[Expr]:
-        if isinstance(e, Binary) and e.op in ('/', '%') and _strip_int_cast(e.a) is inner_k:
-            c = _strip_int_cast(e.b)
-            if isinstance(c, Constant) and int(c.value) > 0 and int(c.value) % 8 == 0:
-                return pieces.setdefault((e.op, int(c.value)), Var(f'k{e.op}{int(c.value)}'))
+        if not (isinstance(e, Binary) and e.op in ('/', '%')):
+            return None
+        v, c = _strip_int_cast(e.a), _strip_int_cast(e.b)
+        if v is inner_k and not (isinstance(c, Constant) and int(c.value) > 0 and int(c.value) % 8 == 0):
+            return None
+        if v is inner_k or (id(v) in others and all(isinstance(x, SymbolVar) for x in collect(c, Var))):
+            return pieces.setdefault((id(v), e.op, repr(c)), Var(f'{v.name}{e.op}{c!r}'))
         return None
 
     split = rewrite(flat, piece)
-    moving = [inner_k] + [v for (op, _), v in pieces.items() if op == '%']  # step 1 along a chunk of 8 k
+    moving = [inner_k] + [p for (v, op, _), p in pieces.items() if v == id(inner_k) and op == '%']  # step 1
     form = affine(split, list(batch_vars) + [v for v, _ in axes] + [v for v, _ in k_axes] + list(pieces.values()))
     if form is None or not _multiple_of(form.offset, 8):
         return None
