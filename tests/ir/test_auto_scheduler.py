@@ -144,6 +144,7 @@ def reduction(shape, axis, kind='sum', dtype='float32'):
     ([4096, 4096], 0, {'hidet_column_reduce'}),  # few columns, long: threads of a block column share one
     ([4, 70, 9], 1, {'hidet_column_reduce'}),
     ([64, 1 << 20], 0, set()),  # many columns: a thread per column
+    ([65536, 9], 1, set()),  # short rows, many: a thread per row (a warp would idle 23 of its lanes)
 ], ids=str)
 def test_reduction_style_follows_the_reduced_axis(shape, axis, style):
     f = kernel(reduction(shape, axis), 'cuda')
@@ -166,6 +167,18 @@ def test_column_reductions_of_bools_and_halves(device):
     close(run(reduction([1000, 24], 0, 'all', 'bool'), b), b.all(0))
     h = torch.randn(2048, 48, device=device).half()
     close(run(reduction([2048, 48], 0, 'sum', 'float16'), h), h.float().sum(0).half(), 2e-2)
+
+
+def test_small_reductions_over_many_outputs_compute_like_torch(device):
+    """A thread per output element: a depthwise 3x3 convolution (9-element windows, padded) and a softmax
+    over rows of 16 (two reductions per row)."""
+    from hidet import ops
+
+    x, w = torch.randn(2, 32, 40, 40, device=device), torch.randn(32, 1, 3, 3, device=device)
+    y = ops.conv2d(hidet.from_torch(x), hidet.from_torch(w), padding=1, groups=32).torch()
+    close(y, torch.nn.functional.conv2d(x, w, padding=1, groups=32), 1e-4)
+    s = torch.randn(40000, 16, device=device)
+    close(ops.softmax(hidet.from_torch(s), 1).torch(), torch.softmax(s, 1), 1e-5)
 
 
 # ---------------------------------------------------------------- nested and repeated reductions

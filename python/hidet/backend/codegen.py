@@ -390,6 +390,17 @@ def _guarded_launch(gen: CodeGen, f: Function, module: IRModule, index: int) -> 
             indent(_launch_call(gen, f.fallback, module, index)) + ['  }'])
 
 
+def symbol_bindings(label: str, symbols: List[str]) -> List[str]:
+    """Lines of a ``launch`` entry binding C variables ``sym_<name>`` to the ABI's ``dims`` (in the order of
+    ``symbols``), a negative value being an error."""
+    lines = []
+    for i, s in enumerate(symbols):
+        lines += [f'  const int64_t sym_{s} = dims[{i}];',
+                  f'  if (sym_{s} < 0) return hidet::fail("{label}: dimension {s} is negative: " + '
+                  f'std::to_string(sym_{s}));']
+    return lines
+
+
 def generate(module: IRModule) -> str:
     """The source of ``module``'s kernel library."""
     if module.exports is not None:
@@ -413,10 +424,7 @@ def generate(module: IRModule) -> str:
         lines += [f'  if (num_dims != {nd} || dims == nullptr)',
                   f'    return hidet::fail("{module.name}: expected {nd} dimension values ({names}), got " + '
                   'std::to_string(num_dims));']
-        for i, s in enumerate(module.symbols):
-            lines += [f'  const int64_t sym_{s} = dims[{i}];',
-                      f'  if (sym_{s} < 0) return hidet::fail("{module.name}: dimension {s} is negative: " + '
-                      f'std::to_string(sym_{s}));']
+        lines += symbol_bindings(module.name, module.symbols)
     for i, f in enumerate(module.functions):
         lines += _guarded_launch(gen, f, module, i)
     lines += ['  return 0;', '}', '']

@@ -13,9 +13,11 @@ threads (lowering.py).
 - CUDA, injective: a grid-stride loop. When every read allows it, each thread computes 16 bytes of the
   output (8 halves, 4 floats) with 16-byte loads and stores (vectorize.py); else one element per thread.
 - CUDA, symbolic extents (``hidet.symbol(['batch', ...])``): the same grid-stride loops with the grid
-  computed from the dims at launch; injective kernels one element per thread, reductions a block per
-  output element.
-- CUDA, reduction, chosen by the reduced axes' position:
+  computed from the dims at launch; injective kernels vectorized where the innermost extent is static,
+  reductions a block per output element.
+- CUDA, small reductions (at most SMALL_REDUCE elements — a depthwise convolution's 3x3 window — over
+  enough outputs to fill the GPU): one thread per output element, reducing alone.
+- CUDA, other reductions, chosen by the reduced axes' position:
   - row style (the input's innermost dimension is reduced): one block per output element (≥ 128
     reduced elements) or one warp (fewer); the threads stride over the reduced elements, then combine
     through warp shuffles (and shared memory across warps; hidet/kernel/cuda.h);
@@ -39,6 +41,10 @@ from hidet.ir.stmt import Declare, For, Function, If, IRModule, Seq, Stmt, Store
 from hidet.ir.task import Task
 
 BLOCK_REDUCE_MIN_EXTENT = 128
+# a thread per output element for reductions of at most this many elements over at least
+# SMALL_REDUCE_MIN_OUTPUTS outputs: a warp per output would leave most of its lanes idle
+SMALL_REDUCE = 32
+SMALL_REDUCE_MIN_OUTPUTS = 32768
 CPU_CHUNK = 4096  # innermost elements per iteration of the CPU's parallel loop, at most
 CPU_MIN_ITERATIONS = 64  # iterations of the CPU's parallel loop, at least (where there are elements enough)
 COLUMN_THREADS = 1 << 18  # threads a column reduction aims at: enough to fill an H100
@@ -213,6 +219,8 @@ def _output_kernel(task: Task, out: TensorNode, out_param: Var, params: Dict[int
     largest = max((prod(r.shape) for r in collect(value, ReduceCompute)), default=0)
     if largest <= 1:
         return _injective(name, all_params, out_param, value, axes, out.shape, lowering)
+    if largest <= SMALL_REDUCE and prod(out.shape) >= SMALL_REDUCE_MIN_OUTPUTS:
+        return _cuda_thread(name, all_params, out_param, value, axes, out.shape, lowering)
     if reduce_style(value, axes, out.shape) == 'column':
         cols, rows = _column_shape(prod(out.shape), largest, value)
         if rows == 1:

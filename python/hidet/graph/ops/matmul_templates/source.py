@@ -9,14 +9,9 @@ from .mma import MmaConfig, kernel_name, tiles, vector_store, workspace_floats
 from .spec import GemmSpec
 
 
-def _symbol_lines(spec: GemmSpec, indent: str = '  ') -> List[str]:
-    """C variables ``sym_<name>`` holding the task's symbolic dimensions, read from the ABI's ``dims``."""
-    return [f'{indent}const int64_t sym_{name} = dims[{i}];' for i, name in enumerate(spec.task.symbols())]
-
-
 def _generic_lines(spec: GemmSpec) -> List[str]:
     """The auto-scheduler's kernels of the task and ``generic_launch`` running them."""
-    from hidet.backend.codegen import CodeGen, _guarded_launch
+    from hidet.backend.codegen import CodeGen, _guarded_launch, symbol_bindings
     from hidet.ir.schedulers import schedule_task
 
     module = schedule_task(spec.task, 'cuda')
@@ -27,7 +22,7 @@ def _generic_lines(spec: GemmSpec) -> List[str]:
             lines += gen.function(f.fallback, module.num_inputs, module.symbols)
         lines += gen.function(f, module.num_inputs, module.symbols)
     lines += ['static int32_t generic_launch(void* const* buffers, const int64_t* dims, void* stream) {']
-    lines += _symbol_lines(spec)
+    lines += symbol_bindings(spec.task.name, spec.task.symbols())
     for i, f in enumerate(module.functions):
         lines += _guarded_launch(gen, f, module, i)
     lines += ['  return 0;', '}', '']
@@ -39,7 +34,7 @@ def template_source(spec: GemmSpec, cfg, fallback: bool = True) -> str:
     out, and misaligned buffers are then an error. ``cfg``: one MmaConfig, or for a symbolic m a dispatch,
     ``[(largest m, config), ..., (None, config)]`` in increasing ranges: the launch entry runs the kernel of
     the first range holding the m it computes from the dims."""
-    from hidet.backend.codegen import CodeGen, generate
+    from hidet.backend.codegen import CodeGen, generate, symbol_bindings
 
     from .mma import build_script_module
 
@@ -84,7 +79,7 @@ def template_source(spec: GemmSpec, cfg, fallback: bool = True) -> str:
         lines += [f'  if (num_dims != {len(symbols)} || dims == nullptr)',
                   f'    return hidet::fail("{spec.task.name}: expected {len(symbols)} dimension values '
                   f'({", ".join(symbols)}), got " + std::to_string(num_dims));']
-        lines += _symbol_lines(spec)
+        lines += symbol_bindings(spec.task.name, symbols)
         lines += [f'  const int64_t m = {CodeGen("cuda").expr(spec.m) if not isinstance(spec.m, int) else spec.m};',
                   '  (void)m;']
     lines += [f'  if ({cond}) {{', '    void* workspace = nullptr;', '    void* counters = nullptr;']
