@@ -14,7 +14,7 @@ from __future__ import annotations
 from math import gcd
 from typing import Optional, Sequence, Tuple
 
-from hidet.ir.expr import Binary, Cast, Constant, Expr, Select, Var
+from hidet.ir.expr import Binary, Cast, Constant, Expr, Select, Unary, Var
 from hidet.ir.functors import collect
 
 
@@ -39,6 +39,8 @@ def known_multiple(e: Expr) -> int:
         return known_multiple(e.a) * known_multiple(e.b)
     if isinstance(e, Select):
         return gcd(known_multiple(e.t), known_multiple(e.f))
+    if isinstance(e, Unary) and e.op == '-':
+        return known_multiple(e.a)
     if _int_cast(e):
         return known_multiple(e.a)
     return 1

@@ -33,6 +33,7 @@ from hidet.ir.dtypes import DataType, float32, int64
 from hidet.ir.expr import (Binary, Cast, Constant, Expr, Select, SymbolVar, TensorElement, Unary, Var, cast, same_dim,
                            simplify_dim)
 from hidet.ir.functors import collect, merge_divmod, rewrite, substitute
+from hidet.ir.schedulers.analysis import known_multiple
 from hidet.ir.task import Task
 
 MMA_DTYPES = ('float16', 'bfloat16')
@@ -303,18 +304,8 @@ def _gather(value: Expr, task: Task, batch_vars, axes, k_axes, folds: Dict[Var, 
 
 def _multiple_of(c, q: int) -> bool:
     """Whether coefficient ``c`` (an int, or an expression of symbols) is a multiple of ``q`` for every value
-    of its symbols, as far as its form shows (a sum of multiples, a product with a multiple)."""
-    if isinstance(c, int):
-        return c % q == 0
-    if isinstance(c, Constant):
-        return int(c.value) % q == 0
-    if isinstance(c, Cast) or (isinstance(c, Unary) and c.op == '-'):
-        return _multiple_of(c.a, q)
-    if isinstance(c, Binary) and c.op in ('+', '-'):
-        return _multiple_of(c.a, q) and _multiple_of(c.b, q)
-    if isinstance(c, Binary) and c.op == '*':
-        return _multiple_of(c.a, q) or _multiple_of(c.b, q)
-    return False
+    of its symbols, as far as its form shows (analysis.known_multiple)."""
+    return c % q == 0 if isinstance(c, int) else known_multiple(c) % q == 0
 
 
 def _fold_affine(index: Affine, axes: Sequence[Tuple[Var, int]], mn_var: Var) -> Optional[Affine]:
