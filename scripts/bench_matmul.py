@@ -5,6 +5,8 @@ time is the GPU's alone, with no host overhead (which ``hidet bench`` includes).
 each search level chose and the tuning time.
 
     python scripts/bench_matmul.py 4096x4096x4096 1x4096x4096 128x4096x4096 --space 0 2 --dtype f16
+
+``--candidates``: also every candidate of the level-2 space, each checked against torch (max error) and timed.
 """
 from __future__ import annotations
 
@@ -41,6 +43,32 @@ def graph_time(fn, calls: int, repeat: int) -> float:
     return statistics.median(times)
 
 
+def candidate_rows(template, shape, inputs, expected, flops, t_torch, args):
+    """A row per candidate of the level-2 space: its time and its max error against torch."""
+    import torch
+
+    from hidet.backend.cache import build_libraries
+    from hidet.runtime.compiled_module import CompiledModule
+
+    configs = template.space(2)
+    paths = build_libraries([(template.source(c, fallback=False), 'cuda', 'candidate') for c in configs])
+    rows = []
+    for cfg, path in zip(configs, paths):
+        launch = CompiledModule(path)['launch']
+        out = torch.full_like(expected, float('nan'))
+        try:
+            launch(*inputs, out)
+            torch.cuda.synchronize()
+        except Exception as e:  # noqa: BLE001 - report and go on
+            rows.append([shape, 'candidate', '', '', '', cfg.name(), f'failed: {e}'[:80]])
+            continue
+        err = (out.float() - expected.float()).abs().max().item()
+        t = graph_time(lambda: launch(*inputs, out), args.calls, args.repeat)
+        rows.append([shape, 'candidate', f'{t * 1e3:.1f}', f'{flops / t / 1e9:.0f}', f'{t_torch / t:.2f}', cfg.name(),
+                     f'max err {err:.3g}'])
+    return rows
+
+
 def main() -> None:
     import torch
 
@@ -54,6 +82,7 @@ def main() -> None:
     parser.add_argument('--dtype', default='f16', choices=['f16', 'bf16'])
     parser.add_argument('--calls', type=int, default=20)
     parser.add_argument('--repeat', type=int, default=10)
+    parser.add_argument('--candidates', action='store_true', help='time every candidate of the level-2 space')
     args = parser.parse_args()
     dtype = {'f16': 'float16', 'bf16': 'bfloat16'}[args.dtype]
     rows = []
@@ -81,6 +110,8 @@ def main() -> None:
             cfg = choose_configs([(task, 'cuda', template)], space)[0].name() if template else 'auto-scheduler'
             rows.append([shape, f'hidet space {space}', f'{t * 1e3:.1f}', f'{flops / t / 1e9:.0f}',
                          f'{t_torch / t:.2f}', cfg, f'{build_s:.1f} s, max err {err:.3g}'])
+        if args.candidates and template is not None:
+            rows += candidate_rows(template, shape, (a, b), c, flops, t_torch, args)
     from tabulate import tabulate
 
     print(f'{torch.cuda.get_device_name()} {dtype}: CUDA-graph kernel times')

@@ -221,6 +221,8 @@ def toolchain(target: str, options: Optional[Options] = None) -> Toolchain:
     if target == 'cuda':
         nvcc, cxx = find_nvcc(options), find_cxx()
         sm = cuda_arch(options)[len('sm_'):]
+        if sm == '90':  # the H100's arch-specific features (wgmma); its SASS and PTX run on sm_90 GPUs alone
+            sm = '90a'
         flags = [
             '-O3', '-std=c++17', '-shared', '-Xcompiler', '-fPIC', '-lineinfo',
             '-gencode', f'arch=compute_{sm},code=sm_{sm}',  # SASS for the arch

@@ -1,6 +1,6 @@
 """CUDA for Hidet Script: thread indices, barriers, warp shuffles, atomics, shared / register / dynamic
 shared memory, cp.async, ldmatrix and mma.sync (m16n8k16 with f16/bf16 inputs, m16n8k8 with f32 inputs rounded
-to TF32; f32 accumulators).
+to TF32; f32 accumulators), and on sm_90a wgmma (m64nNk16 from shared memory).
 
 Pointers are written ``~a[i, j]`` (the address of an element); a tensor stands for its first element.
 The C++ side is cpp/include/hidet/kernel/lang.h; the C spellings are in hidet/backend/primitives.py.
@@ -19,7 +19,8 @@ __all__ = ['threadIdx', 'blockIdx', 'blockDim', 'gridDim', 'warp_size', 'syncthr
            'shfl_up_sync', 'shfl_down_sync', 'shfl_xor_sync', 'ballot_sync', 'activemask', 'atomic_add',
            'atomic_sub', 'atomic_max', 'atomic_min', 'atomic_exchange', 'atomic_cas', 'shared_tensor',
            'register_tensor', 'dynamic_shared_memory', 'cp_async', 'cp_async_commit_group', 'cp_async_wait_group',
-           'cp_async_wait_all', 'ldmatrix', 'mma_sync']
+           'cp_async_wait_all', 'ldmatrix', 'mma_sync', 'wgmma', 'wgmma_fence', 'wgmma_commit_group',
+           'wgmma_wait_group', 'fence_proxy_async']
 
 warp_size = 32
 FULL_MASK = 0xFFFFFFFF
@@ -168,10 +169,19 @@ def atomic_cas(addr, compare, value):
     return _atomic('cas', addr, compare, value)
 
 
-def dynamic_shared_memory(byte_offset, dtype):
+def dynamic_shared_memory(byte_offset, dtype, align: int = 16):
     """A pointer (``~dtype``) ``byte_offset`` bytes into the block's dynamic shared memory, whose size is
-    ``attr.cuda_dynamic_smem_bytes``. View it as a tensor with ``view(ptr, f16[64, 32])``."""
-    return PrimCall('cuda_dynamic_smem', [_scalar(byte_offset, 'the byte offset')], PointerType(data_type(dtype)))
+    ``attr.cuda_dynamic_smem_bytes``. View it as a tensor with ``view(ptr, f16[64, 32])``.
+
+    ``align`` > 16 (a power of two, e.g. 1024 for wgmma's swizzled tiles): the memory starts at the next
+    multiple of ``align`` of the shared window; ask for ``align - 16`` bytes more."""
+    align = _const_int(align, 'dynamic_shared_memory: align')
+    if align < 16 or align & (align - 1):
+        raise ValueError(f'dynamic_shared_memory: align must be a power of two of at least 16, got {align}')
+    offset = _scalar(byte_offset, 'the byte offset')
+    if align == 16:
+        return PrimCall('cuda_dynamic_smem', [offset], PointerType(data_type(dtype)))
+    return PrimCall('cuda_dynamic_smem_aligned', [offset], PointerType(data_type(dtype)), {'align': align})
 
 
 def cp_async(dst, src, cp_size: int = 16, src_size=None):
@@ -233,3 +243,52 @@ def mma_sync(a, b, c, shape: str = 'm16n8k16'):
         raise TypeError(f'mma_sync: a and b must both point to float16 or bfloat16 values, got {ab} and {pointee(b)}')
     name = 'cuda_mma_m16n8k16_f16_f32' if ab.name == 'float16' else 'cuda_mma_m16n8k16_bf16_f32'
     return PrimCall(name, [a, b, c], void)
+
+
+WGMMA_NS = (64, 128, 256)
+
+
+def wgmma(acc, a, b, n: int, trans_a: bool = False, trans_b: bool = False, a_lbo: int = 0, b_lbo: int = 0,
+          accumulate=True):
+    """``acc += A @ B`` for a warpgroup (128 threads; ``wgmma.mma_async.sync.aligned.m64n{n}k16.f32``, sm_90a):
+    ``a`` and ``b`` point into shared memory at a 64 x 16 tile of A and a 16 x ``n`` tile of B (f16 or bf16),
+    laid out with the 128-byte swizzle (the 16-byte chunk c of 128-byte row r stored at chunk c ^ (r % 8) of
+    a 1024-byte aligned block of 8 rows): K-major, rows of 64 k values (``trans_*=False``); M/N-major
+    (``trans_*=True``), blocks of [k rows][64 values] ``*_lbo`` bytes apart. ``acc`` points to ``n / 2`` f32
+    accumulators per thread, in the layout of ``n / 8`` mma m16n8 tiles (warp w of the group: rows 16w…).
+    ``accumulate`` (a bool, or a condition evaluated at run time) false: ``acc = A @ B`` — start a sum this way
+    rather than zeroing the accumulators, which would serialize the wgmma pipeline.
+    Asynchronous: ``wgmma_fence()`` before the first (after the accumulators were written), then
+    ``wgmma_commit_group()`` and ``wgmma_wait_group(k)`` before reading them or reusing the shared memory."""
+    n = _const_int(n, 'wgmma: n', WGMMA_NS)
+    for what, flag in (('trans_a', trans_a), ('trans_b', trans_b)):
+        if not isinstance(flag, bool):
+            raise TypeError(f'wgmma: {what} must be a Python bool')
+    a_lbo, b_lbo = _const_int(a_lbo, 'wgmma: a_lbo'), _const_int(b_lbo, 'wgmma: b_lbo')
+    acc, a, b = as_pointer(acc, 'wgmma: acc'), as_pointer(a, 'wgmma: a'), as_pointer(b, 'wgmma: b')
+    if pointee(acc).name != 'float32':
+        raise TypeError(f'wgmma: acc must point to float32 accumulators, got {pointee(acc)}')
+    if pointee(a).name not in ('float16', 'bfloat16') or pointee(b) != pointee(a):
+        raise TypeError(f'wgmma: a and b must both point to float16 or bfloat16 values, got {pointee(a)} and '
+                        f'{pointee(b)}')
+    accumulate = cast(_scalar(accumulate, 'wgmma: accumulate'), 'int32')
+    return PrimCall('cuda_wgmma_m64k16', [acc, a, b, accumulate], void,
+                    {'n': n, 'trans_a': int(trans_a), 'trans_b': int(trans_b), 'a_lbo': a_lbo, 'b_lbo': b_lbo})
+
+
+def wgmma_fence():
+    return PrimCall('cuda_wgmma_fence', [], void)
+
+
+def wgmma_commit_group():
+    return PrimCall('cuda_wgmma_commit_group', [], void)
+
+
+def wgmma_wait_group(n: int):
+    """Wait until at most ``n`` (a constant) committed wgmma groups of the warpgroup are pending."""
+    return PrimCall('cuda_wgmma_wait_group', [], void, {'n': _const_int(n, 'wgmma_wait_group: n')})
+
+
+def fence_proxy_async():
+    """Make this thread's writes to shared memory visible to wgmma (the async proxy) after a barrier."""
+    return PrimCall('cuda_fence_proxy_async', [], void)

@@ -316,7 +316,8 @@ def _nvcc_or_skip():
 
 
 def test_sources_compile_with_nvcc():
-    """The default configs of a plain, a split-k, a fused (computed prologue) and a transposed case."""
+    """The default configs of a plain, a split-k, a fused (computed prologue) and a transposed case, for sm_80
+    (mma.sync)."""
     _nvcc_or_skip()
     from hidet.backend.cache import build_libraries
 
@@ -324,12 +325,43 @@ def test_sources_compile_with_nvcc():
              fused_tasks(bias_gelu_cast, ([64, 96], 'float32'), ([96, 80], 'float16'), ([80], 'float16'))[0],
              fused_tasks(lambda q, k: ops.matmul(q, ops.transpose(k, 1, 2)), ([4, 64, 96], 'bfloat16'),
                          ([4, 80, 96], 'bfloat16'))[0]]
-    with hidet.option.context(cuda_arch=None if hidet.cuda.available() else 'sm_90'):
+    with hidet.option.context(cuda_arch='sm_80'):
         templates = [find_matmul_template(t, 'cuda') for t in tasks]
         sources = [t.source(t.default()) for t in templates]
         assert 'hidet::lang::mma_m16n8k16_f16_f32' in sources[0] and 'cp_async<16>' in sources[0]
         assert 'hidet_mm_workspace' in sources[1] and 'generic_launch' in sources[1]
         assert 'mma_m16n8k16_bf16_f32' in sources[3] and 'ldmatrix<4, false>' in sources[3]
+        paths = build_libraries([(s, 'cuda', 'matmul-template-test') for s in sources])
+    assert all(os.path.exists(p) for p in paths)
+
+
+def test_wgmma_sources_compile_with_nvcc():
+    """sm_90: large GEMMs default to wgmma configs; one per warpgroup tile width, every operand layout (A and B
+    k- or m/n-major, computed, gathered by a convolution), float16 and bfloat16, split-k, compile for sm_90a."""
+    _nvcc_or_skip()
+    from hidet.backend.cache import build_libraries
+
+    plain = matmul_task([512, 1024], [1024, 768])
+    tasks_cfgs = [
+        (plain, MmaConfig(128, 256, 64, 64, 256, 4, 1, True)),
+        (matmul_task([256, 512], [512, 384], 'bfloat16'), MmaConfig(128, 128, 64, 64, 128, 4, 2, True)),
+        (fused_tasks(lambda x, w: ops.matmul(ops.transpose(x, 1, 2), ops.transpose(w, 1, 2)),
+                     ([3, 96, 136], 'float16'), ([3, 72, 96], 'float16'))[0], MmaConfig(64, 128, 64, 64, 64, 3, 1, True)),
+        (fused_tasks(bias_gelu_cast, ([128, 96], 'float32'), ([96, 80], 'float16'), ([80], 'float16'))[0],
+         MmaConfig(128, 64, 64, 64, 64, 5, 1, True)),
+        (fused_tasks(lambda x, w: ops.conv2d(x, w, padding=1),
+                     ([2, 64, 14, 14], 'float16'), ([64, 64, 3, 3], 'float16'))[-1], None),
+    ]
+    with hidet.option.context(cuda_arch='sm_90'):
+        assert default_config(match_gemm(plain), wgmma=True).wgmma
+        sources = []
+        for task, cfg in tasks_cfgs:
+            template = find_matmul_template(task, 'cuda')
+            assert template is not None and template.wgmma, explain(task)
+            cfg = cfg or template.default()
+            assert cfg.wgmma and not template.check(cfg), (cfg.name(), template.check(cfg))
+            sources.append(template.source(cfg))
+            assert 'hidet::lang::wgmma_m64k16<' in sources[-1] and 'dynamic_smem_aligned<1024>' in sources[-1]
         paths = build_libraries([(s, 'cuda', 'matmul-template-test') for s in sources])
     assert all(os.path.exists(p) for p in paths)
 
@@ -384,13 +416,16 @@ def test_every_candidate(mnk, dtype, level):
 
 @pytest.mark.cuda
 def test_every_tile_shape_with_computed_and_transposed_operands():
-    """Odd K (computed loads), A transposed (m-contiguous), B transposed (k-contiguous), batched."""
-    from hidet.graph.ops.matmul_templates.space import LARGE_SHAPES, SMALL_SHAPES
+    """Odd K (computed loads), A transposed (m-contiguous), B transposed (k-contiguous), batched; on sm_90 the
+    wgmma tiles too."""
+    from hidet.graph.ops.matmul_templates.space import LARGE_SHAPES, SMALL_SHAPES, WG_SHAPES
 
     def cfgs(spec_task):
         spec = match_gemm(spec_task)
         out = [MmaConfig(bm, bn, 64 if bm <= 32 else 32, wm, wn, 3, s) for bm, bn, wm, wn in SMALL_SHAPES + LARGE_SHAPES
                for s in (1, 2)]
+        if find_matmul_template(spec_task, 'cuda').wgmma:
+            out += [MmaConfig(bm, bn, 64, 64, wn, st, s, True) for bm, bn, wn in WG_SHAPES for st, s in ((3, 1), (4, 2))]
         return [c for c in out if not check_config(spec, c)]
 
     task = matmul_task([100, 30], [30, 70])

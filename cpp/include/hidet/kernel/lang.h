@@ -1,12 +1,13 @@
 // Support code for kernel libraries written in Hidet Script (python/hidet/lang): scalar parameters read
 // from the kernel ABI's `dims`, and on CUDA the intrinsics of hidet.lang.cuda (shuffles, atomics,
-// dynamic shared memory, cp.async, ldmatrix, mma.sync) as inline functions over inline PTX.
+// dynamic shared memory, cp.async, ldmatrix, mma.sync, wgmma) as inline functions over inline PTX.
 #pragma once
 
 #include <cstring>
 
 #ifdef __CUDACC__
 #include "hidet/kernel/cuda.h"
+#include "hidet/kernel/wgmma.h"
 #else
 #include "hidet/kernel/cpu.h"
 #endif
@@ -111,6 +112,14 @@ __device__ __forceinline__ unsigned shared_address(const void* p) {
   return static_cast<unsigned>(__cvta_generic_to_shared(p));
 }
 
+// The dynamic shared memory rounded up to a multiple of A bytes of the shared window (a kernel asks for
+// A - 16 bytes more): wgmma's 128-byte swizzle repeats every 1024 bytes of address.
+template <int A>
+__device__ __forceinline__ uint8_t* dynamic_smem_aligned() {
+  uint8_t* p = dynamic_smem();
+  return p + ((A - shared_address(p) % A) % A);
+}
+
 // ---- cp.async (sm_80+): copy N bytes global -> shared; bytes past src_size are zero-filled
 template <int N>
 __device__ __forceinline__ void cp_async(void* dst, const void* src, int src_size) {
@@ -188,6 +197,42 @@ __device__ __forceinline__ void mma_m16n8k8_tf32_f32(const float* a, const float
                : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
                : "r"(to_tf32(a[0])), "r"(to_tf32(a[1])), "r"(to_tf32(a[2])), "r"(to_tf32(a[3])),
                  "r"(to_tf32(b[0])), "r"(to_tf32(b[1])));
+}
+
+// ---- wgmma (sm_90a): a warpgroup (4 warps) multiplies a 64 x 16 tile of A by a 16 x N tile of B, both in
+// shared memory with a 128-byte swizzle (the 16-byte chunk c of a 128-byte row r at c ^ (r % 8), rows of a
+// 1024-byte aligned block), adding to N / 2 float32 accumulators per thread. A K-major operand is rows of 64
+// k values; an M/N-major one blocks of [k rows][64 m/n values]. LBO / SBO (bytes): the stride between 64-wide
+// M/N blocks / between groups of 8 rows (1024 for these layouts); K-major operands ignore LBO.
+__device__ __forceinline__ uint64_t wgmma_desc(const void* smem, uint32_t lbo, uint32_t sbo) {
+  uint64_t a = (shared_address(smem) & 0x3FFFF) >> 4;
+  return a | (uint64_t((lbo >> 4) & 0x3FFF) << 16) | (uint64_t((sbo >> 4) & 0x3FFF) << 32) | (1ull << 62);
+}
+__device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
+__device__ __forceinline__ void wgmma_commit_group() {
+  asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+}
+template <int N>
+__device__ __forceinline__ void wgmma_wait_group() {
+  asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
+}
+// Writes to shared memory by this thread (st.shared, cp.async) become visible to wgmma's reads (the async
+// proxy) once a barrier follows.
+__device__ __forceinline__ void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
+
+template <int N, int TA, int TB, int ALBO, int BLBO, typename T>
+__device__ __forceinline__ void wgmma_m64k16(float* d, const T* a, const T* b, int accumulate) {
+  static_assert(N == 64 || N == 128 || N == 256, "wgmma_m64k16: N is 64, 128 or 256");
+  constexpr bool F16 = std::is_same<T, __half>::value;
+  static_assert(F16 || std::is_same<T, __nv_bfloat16>::value, "wgmma_m64k16: float16 or bfloat16 operands");
+  const uint64_t da = wgmma_desc(a, ALBO, 1024), db = wgmma_desc(b, BLBO, 1024);
+  if constexpr (N == 64) {
+    if constexpr (F16) wgmma_m64n64k16_f16<TA, TB>(d, da, db, accumulate); else wgmma_m64n64k16_bf16<TA, TB>(d, da, db, accumulate);
+  } else if constexpr (N == 128) {
+    if constexpr (F16) wgmma_m64n128k16_f16<TA, TB>(d, da, db, accumulate); else wgmma_m64n128k16_bf16<TA, TB>(d, da, db, accumulate);
+  } else {
+    if constexpr (F16) wgmma_m64n256k16_f16<TA, TB>(d, da, db, accumulate); else wgmma_m64n256k16_bf16<TA, TB>(d, da, db, accumulate);
+  }
 }
 
 #endif  // __CUDACC__

@@ -22,6 +22,7 @@ from .base import GemmTemplate
 from .spec import MMA_DTYPES, GemmSpec, NotGemm, explain, match_gemm
 
 MIN_ARCH = 80
+WGMMA_ARCH = 90  # wgmma is sm_90's (sm_100 has tcgen05 instead)
 
 
 class MmaMatmulTemplate(GemmTemplate):
@@ -30,10 +31,14 @@ class MmaMatmulTemplate(GemmTemplate):
     name = 'matmul-mma-v1'
     config_class = MmaConfig
 
+    def __init__(self, spec: GemmSpec, wgmma: bool = False):
+        super().__init__(spec)
+        self.wgmma = wgmma  # an sm_90 GPU: the spaces hold warpgroup (wgmma) configs
+
     def space(self, level: int) -> List[MmaConfig]:
         from .space import space
 
-        return space(self.spec, level)
+        return space(self.spec, level, wgmma=self.wgmma)
 
     def source(self, config: MmaConfig, fallback: bool = True) -> str:
         from .source import template_source
@@ -88,7 +93,7 @@ def find_matmul_template(task: Task, target: str, arch: Optional[str] = None):
         return None
     if spec.merged_epilogue:  # not yet run on a GPU with this template: the auto-scheduler keeps these
         return None
-    return MmaMatmulTemplate(spec)
+    return MmaMatmulTemplate(spec, wgmma=_arch_number(arch) == WGMMA_ARCH)
 
 
 def _find_symbolic(task: Task, target: str, arch: Optional[str]):

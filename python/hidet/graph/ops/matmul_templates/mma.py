@@ -1,6 +1,6 @@
-"""The tensor-core GEMM template (sm_80+), in Hidet Script: fp16/bf16 operands (mma m16n8k16), or fp32
-operands rounded to TF32 where the task allows it (``tf32`` attribute, from PassContext.set_use_tensor_core;
-mma m16n8k8), fp32 accumulation.
+"""The tensor-core GEMM template (sm_80+), in Hidet Script: fp16/bf16 operands (mma m16n8k16, or on sm_90
+warpgroup wgmma m64nNk16), or fp32 operands rounded to TF32 where the task allows it (``tf32`` attribute, from
+PassContext.set_use_tensor_core; mma m16n8k8), fp32 accumulation.
 
 A block computes a BM x BN tile of C (its warps WM x WN tiles each) over its share of K:
 
@@ -10,6 +10,10 @@ A block computes a BM x BN tile of C (its warps WM x WN tiles each) over its sha
   by the threads. Shared rows are padded by 16 bytes, so ldmatrix reads 8 rows from 8 bank groups.
 - shared → registers: ldmatrix (``.trans`` where the operand's contiguous dimension is m or n); TF32
   fragments are read element by element. ``mma.sync`` with fp32 accumulators.
+- wgmma configs (``wgmma=True``, sm_90): a warpgroup (4 warps) computes 64 x WN of the tile with
+  ``wgmma.mma_async`` reading both operands from shared memory, where the tiles are stored with the 128-byte
+  swizzle (k-tile of 64: rows of 128 bytes; see hidet.lang.cuda.wgmma) instead of padded rows. The pipeline keeps
+  one wgmma group in flight, so a stage is refilled two tiles after its use: S - 2 tiles are loaded ahead.
 - split-k (``split_k > 1``): the blocks of a tile write fp32 partial tiles to a workspace; the last to finish
   (a counter per tile) sums them in split order (deterministic), resets the counter and runs the epilogue.
 - epilogue: the accumulators go through shared memory (fp32, padded) so that each thread then computes
@@ -38,10 +42,11 @@ class MmaConfig:
     wn: int
     stages: int
     split_k: int = 1
+    wgmma: bool = False  # sm_90: warpgroups of 64 x wn (wm = 64) with wgmma instead of warps with mma.sync
 
     @property
     def warps(self) -> int:
-        return (self.bm // self.wm) * (self.bn // self.wn)
+        return (self.bm // self.wm) * (self.bn // self.wn) * (4 if self.wgmma else 1)
 
     @property
     def threads(self) -> int:
@@ -49,7 +54,8 @@ class MmaConfig:
 
     def name(self) -> str:
         s = f'_s{self.split_k}' if self.split_k > 1 else ''
-        return f'{self.bm}x{self.bn}x{self.bk}_w{self.wm}x{self.wn}_p{self.stages}{s}'
+        g = '_wg' if self.wgmma else ''
+        return f'{self.bm}x{self.bn}x{self.bk}_w{self.wm}x{self.wn}_p{self.stages}{s}{g}'
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -65,13 +71,50 @@ def is_tf32(spec: GemmSpec) -> bool:
     return spec.mma_dtype.name == 'float32'
 
 
-def smem_bytes(spec: GemmSpec, cfg: MmaConfig) -> int:
+WG_ALIGN = 1024  # the 128-byte swizzle's period: wgmma tiles start at multiples of it
+WG_BK = 64  # k of a wgmma config's tile: one 128-byte row of 16-bit values
+
+
+def stage_elements(spec: GemmSpec, cfg: MmaConfig):
+    """Elements of one pipeline stage of A and of B in shared memory."""
+    if cfg.wgmma:
+        return cfg.bm * cfg.bk, cfg.bn * cfg.bk
     pad = chunk(spec)
     a = cfg.bm * (cfg.bk + pad) if spec.a.k_major else cfg.bk * (cfg.bm + pad)
     b = cfg.bn * (cfg.bk + pad) if spec.b.k_major else cfg.bk * (cfg.bn + pad)
-    pipeline = cfg.stages * (a + b) * spec.mma_dtype.nbytes
+    return a, b
+
+
+def smem_bytes(spec: GemmSpec, cfg: MmaConfig) -> int:
+    a, b = stage_elements(spec, cfg)
+    pipeline = cfg.stages * (a + b) * spec.mma_dtype.nbytes + (WG_ALIGN - 16 if cfg.wgmma else 0)
     staging = cfg.bm * (cfg.bn + STAGE_PAD) * 4
     return max(pipeline, staging)
+
+
+def tile_offset(spec: GemmSpec, cfg: MmaConfig, k_major: bool, rows: int):
+    """``at(r, c, e=0)``: the element offset, in a stage of an operand tile, of element ``e`` of the 16-byte
+    chunk at (row ``r``, column ``c``, a multiple of the chunk) of its shared layout (rows: m or n for a
+    k-major operand, k otherwise; ``rows`` m/n values per stage). mma: padded rows. wgmma: the 128-byte
+    swizzle — k-major rows of 64 k values, chunk c / 8 at (c / 8) ^ (r % 8); m/n-major blocks of
+    [k rows][64 values], one per 64 of m/n."""
+    ch = chunk(spec)
+    if not cfg.wgmma:
+        row = (cfg.bk if k_major else rows) + ch
+        return lambda r, c, e=0: r * row + c + e
+
+    def swizzle(r, c):
+        return _xor(c // ch, r % 8) * ch
+
+    if k_major:
+        return lambda r, c, e=0: r * cfg.bk + swizzle(r, c) + e
+    return lambda r, c, e=0: c // 64 * (cfg.bk * 64) + r * 64 + swizzle(r, c % 64) + e
+
+
+def _xor(a, b):
+    from hidet.ir.expr import Expr, binary
+
+    return binary('^', a, b) if isinstance(a, Expr) or isinstance(b, Expr) else a ^ b
 
 
 def cdiv(a, b):
@@ -91,7 +134,16 @@ def workspace_floats(spec: GemmSpec, cfg: MmaConfig, m=None) -> int:
 def check_config(spec: GemmSpec, cfg: MmaConfig) -> str:
     """'' when ``cfg`` can run ``spec``, else why not."""
     c = cfg
-    if c.bm % c.wm or c.bn % c.wn or c.wm % 16 or c.wn % 16 or c.bk % 16:
+    if c.wgmma:
+        if spec.mma_dtype.nbytes != 2:
+            return 'wgmma configs multiply float16/bfloat16 operands'
+        if c.wm != 64 or c.wn not in (64, 128, 256) or c.bm % 64 or c.bn % c.wn or c.bk != WG_BK:
+            return 'a wgmma config has warpgroup tiles of 64 x (64, 128 or 256), k-tiles of 64'
+        if not 1 <= c.warps // 4 <= 2:
+            return 'a wgmma config has 1 or 2 warpgroups'
+        if c.stages < 3:
+            return 'a wgmma config has at least 3 stages (one wgmma group stays in flight)'
+    elif c.bm % c.wm or c.bn % c.wn or c.wm % 16 or c.wn % 16 or c.bk % 16:
         return 'tiles must be multiples of the warp tiles (m16, n16, k16)'
     if not 1 <= c.warps <= 8:
         return 'a block has 1 to 8 warps'
@@ -140,8 +192,9 @@ def build_script_module(spec: GemmSpec, cfg: MmaConfig, m_bound=None):
     import hidet
     from hidet.lang import attr, cast as lcast, f32, i32, i64, register_tensor, view
     from hidet.lang.cuda import (atomic_add, blockIdx, cp_async, cp_async_commit_group, cp_async_wait_all,
-                                 cp_async_wait_group, dynamic_shared_memory, ldmatrix, mma_sync, shared_tensor,
-                                 syncthreads, threadfence, threadIdx)
+                                 cp_async_wait_group, dynamic_shared_memory, fence_proxy_async, ldmatrix, mma_sync,
+                                 shared_tensor, syncthreads, threadfence, threadIdx, wgmma, wgmma_commit_group,
+                                 wgmma_fence, wgmma_wait_group)
 
     why = check_config(spec if m_bound is None else _at_m(spec, m_bound), cfg)
     if why:
@@ -155,8 +208,9 @@ def build_script_module(spec: GemmSpec, cfg: MmaConfig, m_bound=None):
     M, N, K = spec.m, spec.n, spec.k
     BM, BN, BK, WM, WN, S, SPLIT = cfg.bm, cfg.bn, cfg.bk, cfg.wm, cfg.wn, cfg.stages, cfg.split_k
     THREADS = cfg.threads
-    WARPS_N = BN // WN
-    MT, NT = WM // 16, WN // 8
+    WG = cfg.wgmma
+    WARPS_N = BN // WN  # warps (mma) or warpgroups (wgmma) along n
+    MT, NT = (1, WN // 8) if WG else (WM // 16, WN // 8)  # a warp's mma m16n8 tiles (wgmma: as its share)
     TM, TN = cdiv(M, BM), cdiv(N, BN)
     BATCH = spec.batch
     A_KM, B_KM = spec.a.k_major, spec.b.k_major
@@ -166,9 +220,15 @@ def build_script_module(spec: GemmSpec, cfg: MmaConfig, m_bound=None):
     CH = chunk(spec)  # elements per 16-byte copy
     TF32 = is_tf32(spec)
     KSTEP = 8 if TF32 else 16  # k of one mma
-    A_SHAPE = [S, BM, BK + CH] if A_KM else [S, BK, BM + CH]
-    B_SHAPE = [S, BN, BK + CH] if B_KM else [S, BK, BN + CH]
+    A_STAGE, B_STAGE = stage_elements(spec, cfg)
+    A_SHAPE, B_SHAPE = [S, A_STAGE], [S, B_STAGE]
     A_BYTES = _prod(A_SHAPE) * dt.nbytes
+    a_at, b_at = tile_offset(spec, cfg, A_KM, BM), tile_offset(spec, cfg, B_KM, BN)
+    ALIGN = WG_ALIGN if WG else 16
+    LEAD = S - 2 if WG else S - 1  # tiles loaded ahead of the one multiplied
+    # wgmma: where a warpgroup's operands start in a stage (its m / n offset), the step of k16, the block stride
+    A_K16, B_K16 = (16 if A_KM else 16 * 64), (16 if B_KM else 16 * 64)
+    A_LBO, B_LBO = (0 if A_KM else BK * 64 * dt.nbytes), (0 if B_KM else BK * 64 * dt.nbytes)
     SMEM = smem_bytes(spec, cfg)
     # 16-byte chunks of a stage tile, in its shared layout: rows x (cols / CH)
     A_CPR = (BK if A_KM else BM) // CH
@@ -177,6 +237,7 @@ def build_script_module(spec: GemmSpec, cfg: MmaConfig, m_bound=None):
     B_ITERS = list(range(BN * BK // CH // THREADS))
     KC = -(-(-(-K // BK)) // SPLIT) * BK  # k per split, a multiple of BK
     KSTEPS = list(range(BK // KSTEP))
+    K16S = list(range(BK // 16))
     MTS, NTS, NT2S = list(range(MT)), list(range(NT)), list(range(NT // 2))
     CHS, FOUR = list(range(CH)), list(range(4))
     MMA_SHAPE = 'm16n8k8' if TF32 else 'm16n8k16'
@@ -198,6 +259,12 @@ def build_script_module(spec: GemmSpec, cfg: MmaConfig, m_bound=None):
 
     name = kernel_name(spec, cfg)
 
+    def warp_m0(warp):
+        return (warp / 4 / WARPS_N) * 64 + warp % 4 * 16 if WG else (warp / WARPS_N) * WM
+
+    def warp_n0(warp):
+        return (warp / 4 % WARPS_N) * WN if WG else (warp % WARPS_N) * WN
+
     with hidet.script_module() as module:
         @hidet.script
         def mma_gemm(ws: ~f32, locks: ~i32):
@@ -205,16 +272,19 @@ def build_script_module(spec: GemmSpec, cfg: MmaConfig, m_bound=None):
             attr.cuda_grid_dim = TM * TN, SPLIT, BATCH
             attr.cuda_block_dim = THREADS
             attr.cuda_dynamic_smem_bytes = SMEM
-            sa = view(dynamic_shared_memory(0, dt), dt[A_SHAPE])
-            sb = view(dynamic_shared_memory(A_BYTES, dt), dt[B_SHAPE])
+            sa = view(dynamic_shared_memory(0, dt, ALIGN), dt[A_SHAPE])
+            sb = view(dynamic_shared_memory(A_BYTES, dt, ALIGN), dt[B_SHAPE])
             flag = shared_tensor(i32, [1])
             tid = threadIdx.x
             lane = tid % 32
             warp = tid / 32
             fg = lane / 4  # the lane's group and index in it, in the mma fragment layouts
             ft = lane % 4
-            wm0 = (warp / WARPS_N) * WM
-            wn0 = (warp % WARPS_N) * WN
+            wm0 = warp_m0(warp)  # the warp's first row and column in the tile
+            wn0 = warp_n0(warp)
+            wg = warp / 4  # wgmma: the warpgroup and its offsets into the operand tiles of a stage
+            wg_a = (wg / WARPS_N) * 64 * BK  # (64 rows of k, or one 64-wide block of [k][m], per warpgroup)
+            wg_b = (wg % WARPS_N) * WN * BK
             # tile of this block: groups of GROUP_M tile rows, column by column (L2 reuse)
             pid = blockIdx.x
             group = pid / (GROUP_M * TN)
@@ -239,12 +309,20 @@ def build_script_module(spec: GemmSpec, cfg: MmaConfig, m_bound=None):
             acc = register_tensor(f32, [MT, NT, 4])
             af = register_tensor(dt, [2, MT, A_FRAG])  # fragments of two k-steps: load the next, multiply this one
             bf = register_tensor(dt, [2, NT, B_FRAG])
-            for mi, ni, e in ACCS:
-                acc[mi, ni, e] = 0.0
+            if not WG:  # (wgmma: the first k-step overwrites them)
+                for mi, ni, e in ACCS:
+                    acc[mi, ni, e] = 0.0
 
-            # iterations kt < 0 fill the pipeline; at kt = -1 the first tile's first fragments are loaded
-            for kt in range(1 - S, k_tiles):
-                nxt = kt + S - 1
+            # iterations kt < 0 fill the pipeline; at kt = -1 the first tile's first fragments are loaded (mma)
+            for kt in range(-LEAD, k_tiles):
+                if WG:
+                    if kt >= 0:
+                        # tile kt has landed (the copies of every thread: fence and barrier), and every
+                        # warpgroup is done with tile kt - 2, whose stage the copies below refill
+                        cp_async_wait_group(S - 3)
+                        fence_proxy_async()
+                        syncthreads()
+                nxt = kt + LEAD
                 if nxt < k_tiles:
                     st = nxt % S
                     k0 = k_begin + nxt * BK
@@ -258,11 +336,11 @@ def build_script_module(spec: GemmSpec, cfg: MmaConfig, m_bound=None):
                         ok = gm < M and gk < k_end
                         if A_DIRECT:
                             off = a_base + i64(gm) * A_SMN + i64(gk) * A_SK
-                            cp_async(~sa[st, r, c8], A_PTR + (off if ok else i64(0)), 16, 16 if ok else 0)
+                            cp_async(~sa[st, a_at(r, c8)], A_PTR + (off if ok else i64(0)), 16, 16 if ok else 0)
                         elif A_GATHER:  # k-major: c8 runs along k, 8 channels of one window position
                             ok = gm < M and gk < k_end and gather_valid(spec.a, bz, gm, gk)
                             off = gather_offset(spec.a, bz, gm, gk)
-                            cp_async(~sa[st, r, c8], A_PTR + (off if ok else i64(0)), 16, 16 if ok else 0)
+                            cp_async(~sa[st, a_at(r, c8)], A_PTR + (off if ok else i64(0)), 16, 16 if ok else 0)
                         else:
                             for e in CHS:
                                 v: f32 = 0.0
@@ -272,7 +350,7 @@ def build_script_module(spec: GemmSpec, cfg: MmaConfig, m_bound=None):
                                 else:
                                     if gk < k_end and gm + e < M:
                                         v = a_value(bz, gm + e, gk)
-                                sa[st, r, c8 + e] = v
+                                sa[st, a_at(r, c8, e)] = v
                     # ---- B tile
                     for it in B_ITERS:
                         c = tid + it * THREADS
@@ -283,11 +361,11 @@ def build_script_module(spec: GemmSpec, cfg: MmaConfig, m_bound=None):
                         ok = gn < N and gk < k_end
                         if B_DIRECT:
                             off = b_base + i64(gn) * B_SMN + i64(gk) * B_SK
-                            cp_async(~sb[st, r, c8], B_PTR + (off if ok else i64(0)), 16, 16 if ok else 0)
+                            cp_async(~sb[st, b_at(r, c8)], B_PTR + (off if ok else i64(0)), 16, 16 if ok else 0)
                         elif B_GATHER:
                             ok = gn < N and gk < k_end and gather_valid(spec.b, bz, gn, gk)
                             off = gather_offset(spec.b, bz, gn, gk)
-                            cp_async(~sb[st, r, c8], B_PTR + (off if ok else i64(0)), 16, 16 if ok else 0)
+                            cp_async(~sb[st, b_at(r, c8)], B_PTR + (off if ok else i64(0)), 16, 16 if ok else 0)
                         else:
                             for e in CHS:
                                 v: f32 = 0.0
@@ -297,37 +375,44 @@ def build_script_module(spec: GemmSpec, cfg: MmaConfig, m_bound=None):
                                 else:
                                     if gk < k_end and gn + e < N:
                                         v = b_value(bz, gn + e, gk)
-                                sb[st, r, c8 + e] = v
+                                sb[st, b_at(r, c8, e)] = v
                 cp_async_commit_group()
-                if kt == -1:
+                if WG:
+                    if kt >= 0:
+                        wgmma_fence()
+                        for ks in K16S:
+                            wgmma(~acc[0, 0, 0], ~sa[kt % S, wg_a + ks * A_K16], ~sb[kt % S, wg_b + ks * B_K16], WN,
+                                  not A_KM, not B_KM, A_LBO, B_LBO, kt > 0 or ks > 0)
+                        wgmma_commit_group()
+                        wgmma_wait_group(1)
+                elif kt == -1:
                     cp_async_wait_group(S - 2)
                     syncthreads()
                     if TF32:  # fragments element by element (A[g|g+8, t|t+4], B[t|t+4, g])
                         for mi in MTS:
                             for q, dm, dk in A_TF32:
                                 if A_KM:
-                                    af[0, mi, q] = sa[0, wm0 + mi * 16 + fg + dm, ft + dk]
+                                    af[0, mi, q] = sa[0, a_at(wm0 + mi * 16 + fg + dm, ft + dk)]
                                 else:
-                                    af[0, mi, q] = sa[0, ft + dk, wm0 + mi * 16 + fg + dm]
+                                    af[0, mi, q] = sa[0, a_at(ft + dk, wm0 + mi * 16 + fg + dm)]
                         for ni in NTS:
                             for q, dk in B_TF32:
                                 if B_KM:
-                                    bf[0, ni, q] = sb[0, wn0 + ni * 8 + fg, ft + dk]
+                                    bf[0, ni, q] = sb[0, b_at(wn0 + ni * 8 + fg, ft + dk)]
                                 else:
-                                    bf[0, ni, q] = sb[0, ft + dk, wn0 + ni * 8 + fg]
+                                    bf[0, ni, q] = sb[0, b_at(ft + dk, wn0 + ni * 8 + fg)]
                     for mi in LD_MTS:
                         if A_KM:
-                            ldmatrix(~af[0, mi, 0], ~sa[0, wm0 + mi * 16 + lane % 16, lane / 16 * 8], 4)
+                            ldmatrix(~af[0, mi, 0], ~sa[0, a_at(wm0 + mi * 16 + lane % 16, lane / 16 * 8)], 4)
                         else:
-                            ldmatrix(~af[0, mi, 0], ~sa[0, lane % 8 + lane / 16 * 8, wm0 + mi * 16 + lane / 8 % 2 * 8],
+                            ldmatrix(~af[0, mi, 0], ~sa[0, a_at(lane % 8 + lane / 16 * 8, wm0 + mi * 16 + lane / 8 % 2 * 8)],
                                      4, True)
                     for nj in LD_NT2S:
                         if B_KM:
-                            ldmatrix(~bf[0, 2 * nj, 0], ~sb[0, wn0 + nj * 16 + lane / 16 * 8 + lane % 8,
-                                                            lane / 8 % 2 * 8], 4)
+                            ldmatrix(~bf[0, 2 * nj, 0], ~sb[0, b_at(wn0 + nj * 16 + lane / 16 * 8 + lane % 8, lane / 8 % 2 * 8)], 4)
                         else:
-                            ldmatrix(~bf[0, 2 * nj, 0], ~sb[0, lane % 16, wn0 + nj * 16 + lane / 16 * 8], 4, True)
-                if kt >= 0:
+                            ldmatrix(~bf[0, 2 * nj, 0], ~sb[0, b_at(lane % 16, wn0 + nj * 16 + lane / 16 * 8)], 4, True)
+                if not WG and kt >= 0:
                     for ks in KSTEPS:
                         # the fragments of the next k-step: of this tile, or (last step) of the next tile, once
                         # it has landed and every warp is done with the stage the next copies overwrite
@@ -341,31 +426,31 @@ def build_script_module(spec: GemmSpec, cfg: MmaConfig, m_bound=None):
                             for mi in MTS:
                                 for q, dm, dk in A_TF32:
                                     if A_KM:
-                                        af[nb, mi, q] = sa[ls, wm0 + mi * 16 + fg + dm, lk + ft + dk]
+                                        af[nb, mi, q] = sa[ls, a_at(wm0 + mi * 16 + fg + dm, lk + ft + dk)]
                                     else:
-                                        af[nb, mi, q] = sa[ls, lk + ft + dk, wm0 + mi * 16 + fg + dm]
+                                        af[nb, mi, q] = sa[ls, a_at(lk + ft + dk, wm0 + mi * 16 + fg + dm)]
                             for ni in NTS:
                                 for q, dk in B_TF32:
                                     if B_KM:
-                                        bf[nb, ni, q] = sb[ls, wn0 + ni * 8 + fg, lk + ft + dk]
+                                        bf[nb, ni, q] = sb[ls, b_at(wn0 + ni * 8 + fg, lk + ft + dk)]
                                     else:
-                                        bf[nb, ni, q] = sb[ls, lk + ft + dk, wn0 + ni * 8 + fg]
+                                        bf[nb, ni, q] = sb[ls, b_at(lk + ft + dk, wn0 + ni * 8 + fg)]
                         for mi in LD_MTS:
                             if A_KM:
-                                ldmatrix(~af[nb, mi, 0], ~sa[ls, wm0 + mi * 16 + lane % 16, lk + lane / 16 * 8], 4)
+                                ldmatrix(~af[nb, mi, 0], ~sa[ls, a_at(wm0 + mi * 16 + lane % 16, lk + lane / 16 * 8)], 4)
                             else:
-                                ldmatrix(~af[nb, mi, 0], ~sa[ls, lk + lane % 8 + lane / 16 * 8,
-                                                             wm0 + mi * 16 + lane / 8 % 2 * 8], 4, True)
+                                ldmatrix(~af[nb, mi, 0], ~sa[ls, a_at(lk + lane % 8 + lane / 16 * 8, wm0 + mi * 16 + lane / 8 % 2 * 8)], 4, True)
                         for nj in LD_NT2S:
                             if B_KM:
-                                ldmatrix(~bf[nb, 2 * nj, 0], ~sb[ls, wn0 + nj * 16 + lane / 16 * 8 + lane % 8,
-                                                                 lk + lane / 8 % 2 * 8], 4)
+                                ldmatrix(~bf[nb, 2 * nj, 0], ~sb[ls, b_at(wn0 + nj * 16 + lane / 16 * 8 + lane % 8, lk + lane / 8 % 2 * 8)], 4)
                             else:
-                                ldmatrix(~bf[nb, 2 * nj, 0], ~sb[ls, lk + lane % 16, wn0 + nj * 16 + lane / 16 * 8],
+                                ldmatrix(~bf[nb, 2 * nj, 0], ~sb[ls, b_at(lk + lane % 16, wn0 + nj * 16 + lane / 16 * 8)],
                                          4, True)
                         for mi in MTS:
                             for ni in NTS:
                                 mma_sync(~af[ks % 2, mi, 0], ~bf[ks % 2, ni, 0], ~acc[mi, ni, 0], MMA_SHAPE)
+            if WG:
+                wgmma_wait_group(0)
             cp_async_wait_all()
 
             if SPLIT > 1:

@@ -1,11 +1,12 @@
 """Search spaces of the tensor-core matmul template: level 0 is one default per shape class, level 1 a
-handful of tile shapes around it, level 2 the tile shapes x k-tile x pipeline depth x split-k."""
+handful of tile shapes around it, level 2 the tile shapes x k-tile x pipeline depth x split-k. On sm_90
+(``wgmma=True``) the spaces also hold warpgroup (wgmma) configs, and large GEMMs default to one."""
 from __future__ import annotations
 
 from dataclasses import replace
 from typing import List, Tuple
 
-from .mma import MmaConfig, check_config, tiles
+from .mma import MAX_SMEM, WG_BK, MmaConfig, check_config, smem_bytes, tiles
 from .spec import GemmSpec
 
 LEVEL1_MAX, LEVEL2_MAX = 8, 40
@@ -16,6 +17,10 @@ LARGE_SHAPES = [(128, 256, 64, 64), (256, 128, 64, 64), (128, 128, 64, 64), (128
                 (64, 128, 32, 64), (64, 64, 32, 32)]
 SMALL_SHAPES = [(16, 64, 16, 16), (16, 128, 16, 32), (16, 256, 16, 64), (32, 64, 32, 16), (32, 128, 32, 32),
                 (64, 128, 32, 32)]
+# (BM, BN, WN) of wgmma configs: warpgroups of 64 x WN
+WG_SHAPES = [(128, 256, 256), (128, 128, 128), (64, 256, 256), (64, 128, 128), (128, 64, 64), (64, 256, 128),
+             (64, 64, 64)]
+WG_MAX_STAGES = 4
 
 
 def sm_count() -> int:
@@ -84,9 +89,32 @@ def _tiles(spec: GemmSpec, bm: int, bn: int) -> int:
     return -(-spec.m // bm) * -(-spec.n // bn) * spec.batch
 
 
-def default_config(spec: GemmSpec, sms: int = None) -> MmaConfig:
-    """Level 0: a good config for the shape class of ``spec``."""
+def wg_config(spec: GemmSpec, bm: int, bn: int, wn: int, sms: int, stages: int = WG_MAX_STAGES,
+              split: int = None) -> MmaConfig:
+    """A wgmma config with as many stages as fit (at most ``stages``) and the default split."""
+    split = default_split(spec, bm, bn, WG_BK, sms) if split is None else split
+    cfg = MmaConfig(bm, bn, WG_BK, 64, wn, stages, split, True)
+    while cfg.stages > 3 and smem_bytes(spec, cfg) > MAX_SMEM:
+        cfg = replace(cfg, stages=cfg.stages - 1)
+    return cfg
+
+
+def _wg_default(spec: GemmSpec, sms: int):
+    """The wgmma config of a GEMM with m > 64: 128 x 256 tiles where they fill the GPU, else 128 x 128."""
+    if spec.m <= 64:
+        return None
+    if _tiles(spec, 128, 256) >= sms:
+        return wg_config(spec, 128, 256, 256, sms)
+    return wg_config(spec, 128, 128, 128, sms)
+
+
+def default_config(spec: GemmSpec, sms: int = None, wgmma: bool = False) -> MmaConfig:
+    """Level 0: a good config for the shape class of ``spec`` (``wgmma``: the GPU is an sm_90)."""
     sms = sms or sm_count()
+    if wgmma:
+        cfg = _wg_default(spec, sms)
+        if cfg is not None and not check_config(spec, cfg):
+            return cfg
     bm, bn, wm, wn = _shape_class(spec, sms)
     split = default_split(spec, bm, bn, 64, sms)
     bk = 64 if bm <= 32 or split > 1 or bm * bn >= 256 * 128 else 32
@@ -99,11 +127,11 @@ def default_config(spec: GemmSpec, sms: int = None) -> MmaConfig:
     return cands[0]
 
 
-def space(spec: GemmSpec, level: int, sms: int = None) -> List[MmaConfig]:
+def space(spec: GemmSpec, level: int, sms: int = None, wgmma: bool = False) -> List[MmaConfig]:
     """The candidates of ``level`` (0: the default alone), default first, under the task's split-k policy
-    (its ``parallel_k`` attribute, from PassContext.set_parallel_k)."""
+    (its ``parallel_k`` attribute, from PassContext.set_parallel_k); ``wgmma``: with the sm_90 configs."""
     policy = str(spec.task.attrs.get('parallel_k', 'default'))
-    cfgs = _space(spec, level, sms or sm_count())
+    cfgs = _space(spec, level, sms or sm_count(), wgmma)
     if policy == 'default':
         return cfgs
     if policy == 'search':
@@ -125,13 +153,14 @@ def space(spec: GemmSpec, level: int, sms: int = None) -> List[MmaConfig]:
     return forced
 
 
-def _space(spec: GemmSpec, level: int, sms: int) -> List[MmaConfig]:
-    first = default_config(spec, sms)
+def _space(spec: GemmSpec, level: int, sms: int, wgmma: bool = False) -> List[MmaConfig]:
+    first = default_config(spec, sms, wgmma)
     if level == 0:
         return [first]
     shapes = [s for s in (SMALL_SHAPES if spec.m <= 64 else LARGE_SHAPES) + (LARGE_SHAPES if spec.m <= 64 else [])
               if _fits(spec, s[0], s[1])]
-    cfgs = [first]
+    wg_shapes = [s for s in WG_SHAPES if _fits(spec, s[0], s[1])] if wgmma and spec.mma_dtype.nbytes == 2 else []
+    cfgs = [first] + [wg_config(spec, bm, bn, wn, sms) for bm, bn, wn in wg_shapes[:3]]
     for bm, bn, wm, wn in shapes:  # level 1: each tile shape with its usual k-tile and depth
         bk = 64 if bm <= 32 else 32
         stages = 3 if bm * bn >= 128 * 256 else 4
@@ -139,6 +168,11 @@ def _space(spec: GemmSpec, level: int, sms: int) -> List[MmaConfig]:
     cfgs = _valid(spec, cfgs)[:LEVEL1_MAX]
     if level == 1:
         return cfgs
+    for bm, bn, wn in wg_shapes:
+        for stages in (3, 4, 5, 6):
+            split = default_split(spec, bm, bn, WG_BK, sms)
+            for s in sorted({split, max(1, split // 2)}):
+                cfgs.append(MmaConfig(bm, bn, WG_BK, 64, wn, stages, s, True))
     for bm, bn, wm, wn in shapes:
         for bk in (32, 64):
             for stages in ((3, 4, 5) if bm * bn * bk <= 64 * 128 * 64 else (3, 4) if bm * bn * bk <= 128 * 128 * 64
