@@ -100,12 +100,16 @@ def wg_config(spec: GemmSpec, bm: int, bn: int, wn: int, sms: int, stages: int =
 
 
 def _wg_default(spec: GemmSpec, sms: int):
-    """The wgmma config of a GEMM with m > 64: 128 x 256 tiles where they fill the GPU, else 128 x 128."""
+    """The wgmma config of a GEMM with m > 64: the largest tiles (128 x 256, 128 x 128) that fill the GPU, else
+    one warpgroup's 64 x 128 tiles, deeply pipelined and split along k (128 x 4096 x 4096 on the H100: 18.7 µs
+    against 22.1 for 128 x 128 split 4)."""
     if spec.m <= 64:
         return None
     if _tiles(spec, 128, 256) >= sms:
         return wg_config(spec, 128, 256, 256, sms)
-    return wg_config(spec, 128, 128, 128, sms)
+    if _tiles(spec, 128, 128) >= sms:
+        return wg_config(spec, 128, 128, 128, sms)
+    return wg_config(spec, 64, 128, 128, sms, stages=6)
 
 
 def default_config(spec: GemmSpec, sms: int = None, wgmma: bool = False) -> MmaConfig:
