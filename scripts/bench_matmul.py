@@ -69,6 +69,50 @@ def candidate_rows(template, shape, inputs, expected, flops, t_torch, args):
     return rows
 
 
+def matmul_case(shape: str, dtype: str):
+    """MxNxK: (task, inputs, torch's output, FLOPs, torch's call)."""
+    import torch
+
+    import hidet
+
+    m, n, k = (int(x) for x in shape.split('x'))
+    a = torch.randn(m, k, device='cuda').to(getattr(torch, dtype))
+    b = (torch.randn(k, n, device='cuda') / k ** 0.5).to(getattr(torch, dtype))
+    c = torch.empty(m, n, device='cuda', dtype=a.dtype)
+    task = hidet.ops.matmul(hidet.symbol([m, k], dtype, 'cuda'), hidet.symbol([k, n], dtype, 'cuda')).trace[0].task
+    return task, (a, b), c, 2.0 * m * n * k, lambda: torch.matmul(a, b, out=c)
+
+
+def conv_case(shape: str, dtype: str):
+    """conv:NxCxHxWxKxRxS[pP][sS]: a channels-last convolution (the implicit GEMM of the template, input NHWC,
+    weight KRSC) against cuDNN (torch, channels-last)."""
+    import re
+
+    import torch
+
+    import hidet
+
+    m = re.fullmatch(r'conv:(\d+)x(\d+)x(\d+)x(\d+)x(\d+)x(\d+)x(\d+)(?:p(\d+))?(?:s(\d+))?', shape)
+    if not m:
+        raise SystemExit(f'bad conv shape {shape!r}: expected conv:NxCxHxWxKxRxS[pP][sS]')
+    bn, ci, h, w, co, r, s_ = (int(x) for x in m.groups()[:7])
+    pad, stride = int(m.group(8) or 0), int(m.group(9) or 1)
+    t = getattr(torch, dtype)
+    x = torch.randn(bn, h, w, ci, device='cuda').to(t)
+    wt = (torch.randn(co, r, s_, ci, device='cuda') / (ci * r * s_) ** 0.5).to(t)
+    xs, ws = hidet.symbol([bn, h, w, ci], dtype, 'cuda'), hidet.symbol([co, r, s_, ci], dtype, 'cuda')
+    graph = hidet.graph.optimize(hidet.trace_from(hidet.ops.conv2d_channels_last(xs, ws, padding=pad, stride=stride),
+                                                  [xs, ws]))
+    (task,) = [node.task for node in graph.nodes]
+    x_nchw = x.permute(0, 3, 1, 2)  # NCHW view of channels-last memory: cuDNN's NHWC kernels
+    w_nchw = wt.permute(0, 3, 1, 2)
+    ref = torch.nn.functional.conv2d(x_nchw, w_nchw, padding=pad, stride=stride)
+    c = ref.permute(0, 2, 3, 1).contiguous()
+    oh, ow = c.shape[1], c.shape[2]
+    flops = 2.0 * bn * oh * ow * co * ci * r * s_
+    return task, (x, wt), c, flops, lambda: torch.nn.functional.conv2d(x_nchw, w_nchw, padding=pad, stride=stride)
+
+
 def main() -> None:
     import torch
 
@@ -77,7 +121,7 @@ def main() -> None:
     from hidet.drivers.templates import find
 
     parser = argparse.ArgumentParser()
-    parser.add_argument('shapes', nargs='+', help='MxNxK')
+    parser.add_argument('shapes', nargs='+', help='MxNxK or conv:NxCxHxWxKxRxS[pP][sS] (channels-last)')
     parser.add_argument('--space', type=int, nargs='+', default=[0])
     parser.add_argument('--dtype', default='f16', choices=['f16', 'bf16'])
     parser.add_argument('--calls', type=int, default=20)
@@ -87,20 +131,18 @@ def main() -> None:
     dtype = {'f16': 'float16', 'bf16': 'bfloat16'}[args.dtype]
     rows = []
     for shape in args.shapes:
-        m, n, k = (int(x) for x in shape.split('x'))
-        a = torch.randn(m, k, device='cuda').to(getattr(torch, dtype))
-        b = (torch.randn(k, n, device='cuda') / k ** 0.5).to(getattr(torch, dtype))
-        c = torch.empty(m, n, device='cuda', dtype=a.dtype)
-        flops = 2.0 * m * n * k
-        t_torch = graph_time(lambda: torch.matmul(a, b, out=c), args.calls, args.repeat)
+        if shape.startswith('conv'):
+            task, (a, b), c, flops, torch_fn = conv_case(shape, dtype)
+        else:
+            task, (a, b), c, flops, torch_fn = matmul_case(shape, dtype)
+        t_torch = graph_time(torch_fn, args.calls, args.repeat)
         rows.append([shape, 'torch', f'{t_torch * 1e3:.1f}', f'{flops / t_torch / 1e9:.0f}', '1.00', '', ''])
-        task = hidet.ops.matmul(hidet.symbol([m, k], dtype, 'cuda'), hidet.symbol([k, n], dtype, 'cuda')).trace[0].task
         template = find(task, 'cuda')
         for space in args.space:
             t0 = time.perf_counter()
             launch = build_task(task, 'cuda', space)['launch']
             build_s = time.perf_counter() - t0
-            out = torch.empty(m, n, device='cuda', dtype=a.dtype)
+            out = torch.empty_like(c)
             launch(a, b, out)
             torch.cuda.synchronize()
             err = (out.float() - c.float()).abs().max().item()

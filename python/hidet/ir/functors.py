@@ -103,6 +103,30 @@ def inline_computes(expr: Expr) -> Expr:
     return rewrite(expr, fn)
 
 
+INT32_MAX = (1 << 31) - 1
+
+
+def narrow_index(expr: Expr) -> Expr:
+    """``expr``'s int64 index arithmetic done in int32: casts of int32 values to int64 dropped, int64
+    constants and operations made int32. Only for expressions whose every intermediate value the caller
+    knows to fit in int32 (an offset into a tensor of fewer than 2^31 elements computed from indices inside
+    it): 64-bit division by a constant costs several times the 32-bit one on a GPU."""
+    from hidet.ir.dtypes import int32, int64
+
+    def fn(e: Expr):
+        if isinstance(e, Cast) and e.dtype == int64 and e.a.dtype == int32:
+            return e.a
+        if isinstance(e, Constant) and e.dtype == int64 and -INT32_MAX <= e.value <= INT32_MAX:
+            return Constant(e.value, int32)
+        if isinstance(e, Binary) and e.a.dtype == int32 and e.b.dtype == int32 and e.dtype == int64:
+            return Binary(e.op, e.a, e.b, int32)
+        if isinstance(e, Select) and e.dtype == int64 and e.t.dtype == int32 and e.f.dtype == int32:
+            return Select(e.cond, e.t, e.f)
+        return None
+
+    return rewrite(expr, fn)
+
+
 def merge_divmod(expr: Expr, static_divisors: bool = True) -> Expr:
     """``(x / c) * c + x % c`` → ``x`` (integer division of non-negative indices): a flat index unflattened
     and flattened back. ``static_divisors=False`` merges only where c is symbolic (the C compiler folds

@@ -105,11 +105,11 @@ def _wg_default(spec: GemmSpec, sms: int):
     against 22.1 for 128 x 128 split 4)."""
     if spec.m <= 64:
         return None
-    if _tiles(spec, 128, 256) >= sms:
-        return wg_config(spec, 128, 256, 256, sms)
-    if _tiles(spec, 128, 128) >= sms:
-        return wg_config(spec, 128, 128, 128, sms)
-    return wg_config(spec, 64, 128, 128, sms, stages=6)
+    for bm, bn, wn in ((128, 256, 256), (128, 128, 128), (128, 64, 64)):
+        if _fits(spec, bm, bn) and _tiles(spec, bm, bn) >= sms:
+            return wg_config(spec, bm, bn, wn, sms)
+    bn = 128 if _fits(spec, 64, 128) else 64
+    return wg_config(spec, 64, bn, bn, sms, stages=6)
 
 
 def default_config(spec: GemmSpec, sms: int = None, wgmma: bool = False) -> MmaConfig:

@@ -8,7 +8,7 @@ from typing import Dict
 
 from hidet.ir.dtypes import int64
 from hidet.ir.expr import BufferLoad, Expr, TensorElement, Var, cast, convert
-from hidet.ir.functors import merge_divmod, rewrite
+from hidet.ir.functors import INT32_MAX, merge_divmod, narrow_index, rewrite
 from hidet.ir.schedulers.lowering import flat_index
 from hidet.ir.type import TensorType
 
@@ -72,12 +72,23 @@ class GemmValues:
 
     def gather_offset(self, op: Operand, bz, gmn, gk) -> Expr:
         """int64 flat offset of a gathered operand's chunk at (batch bz, m|n gmn, k gk)."""
-        return cast(self._at(op.gather.offset, bz, {self._mn_var(op): gmn, self.spec.k_var: gk}), int64)
+        offset = self._at(op.gather.offset, bz, {self._mn_var(op): gmn, self.spec.k_var: gk})
+        return cast(narrow_index(offset) if self._int32_gather(op) else offset, int64)
 
     def gather_valid(self, op: Operand, bz, gmn, gk) -> Expr:
         """Whether that chunk lies inside the input (not in the padding)."""
         valid = op.gather.valid
-        return convert(True) if valid is None else self._at(valid, bz, {self._mn_var(op): gmn, self.spec.k_var: gk})
+        if valid is None:
+            return convert(True)
+        valid = self._at(valid, bz, {self._mn_var(op): gmn, self.spec.k_var: gk})
+        return narrow_index(valid) if self._int32_gather(op) else valid
+
+    def _int32_gather(self, op: Operand) -> bool:
+        """Whether a gather's index arithmetic fits in int32 (a convolution's: every intermediate value is at
+        most the input's size or m, n, k and batch products), so it is done in int32 (cheaper divisions)."""
+        spec = self.spec
+        sizes = [_prod(spec.task.inputs[op.gather.pos].shape), spec.m * spec.k, spec.n * spec.k, spec.batch]
+        return all(isinstance(x, int) for x in sizes) and max(sizes) <= INT32_MAX
 
     def _mn_var(self, op: Operand) -> Var:
         return self.spec.m_var if op is self.spec.a else self.spec.n_var
