@@ -120,12 +120,13 @@ __device__ __forceinline__ uint8_t* dynamic_smem_aligned() {
   return p + ((A - shared_address(p) % A) % A);
 }
 
-// ---- cp.async (sm_80+): copy N bytes global -> shared; bytes past src_size are zero-filled
+// ---- cp.async (sm_80+): copy N bytes global -> shared; bytes past src_size are zero-filled (16-byte copies
+// bypass L1 and fetch whole 128-byte lines into L2: tiles read them next)
 template <int N>
 __device__ __forceinline__ void cp_async(void* dst, const void* src, int src_size) {
   static_assert(N == 4 || N == 8 || N == 16, "cp_async copies 4, 8 or 16 bytes");
   if constexpr (N == 16) {
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(shared_address(dst)), "l"(src),
+    asm volatile("cp.async.cg.shared.global.L2::128B [%0], [%1], 16, %2;\n" ::"r"(shared_address(dst)), "l"(src),
                  "r"(src_size));
   } else {
     asm volatile("cp.async.ca.shared.global [%0], [%1], %2, %3;\n" ::"r"(shared_address(dst)), "l"(src), "n"(N),

@@ -149,9 +149,11 @@ def check_config(spec: GemmSpec, cfg: MmaConfig) -> str:
         return 'a block has 1 to 8 warps'
     if c.stages < 2:
         return 'at least 2 stages'
-    for rows, cols in ((c.bm, c.bk), (c.bn, c.bk)):
+    for rows, cols, k_major in ((c.bm, c.bk, spec.a.k_major), (c.bn, c.bk, spec.b.k_major)):
         if (rows * cols // chunk(spec)) % c.threads:
             return 'each thread copies whole 16-byte chunks of every tile'
+        if c.threads % ((cols if k_major else rows) // chunk(spec)):
+            return 'each thread copies chunks of one column of every tile'
     v = vector_width(spec)
     if (c.bm * c.bn // v) % c.threads:
         return 'each thread stores whole vectors of the output tile'
@@ -328,9 +330,8 @@ def build_script_module(spec: GemmSpec, cfg: MmaConfig, m_bound=None):
                     k0 = k_begin + nxt * BK
                     # ---- A tile
                     for it in A_ITERS:
-                        c = tid + it * THREADS
-                        r = c / A_CPR
-                        c8 = (c % A_CPR) * CH
+                        r = tid / A_CPR + it * (THREADS // A_CPR)  # (the chunk tid + it * THREADS)
+                        c8 = tid % A_CPR * CH  # (one column per thread: its k decoded once per tile)
                         gm = m0 + (r if A_KM else c8)
                         gk = k0 + (c8 if A_KM else r)
                         ok = gm < M and gk < k_end
@@ -353,9 +354,8 @@ def build_script_module(spec: GemmSpec, cfg: MmaConfig, m_bound=None):
                                 sa[st, a_at(r, c8, e)] = v
                     # ---- B tile
                     for it in B_ITERS:
-                        c = tid + it * THREADS
-                        r = c / B_CPR
-                        c8 = (c % B_CPR) * CH
+                        r = tid / B_CPR + it * (THREADS // B_CPR)  # (the chunk tid + it * THREADS)
+                        c8 = tid % B_CPR * CH  # (one column per thread: its k decoded once per tile)
                         gn = n0 + (r if B_KM else c8)
                         gk = k0 + (c8 if B_KM else r)
                         ok = gn < N and gk < k_end
