@@ -24,7 +24,8 @@ def add_parser(sub) -> None:
         p.add_argument('--dtype', default='f16', choices=sorted(_DTYPES))
         p.add_argument('--device', default='cuda', choices=['cuda', 'cpu'])
         p.add_argument('--backends', default=','.join(BACKENDS), help='comma-separated: hidet,eager,inductor')
-        p.add_argument('--space', type=int, default=0, choices=[0, 1, 2], help="hidet's search space (tuning level)")
+        p.add_argument('--space', type=int, default=None, choices=[0, 1, 2],
+                       help="hidet's search space (tuning level); default 0, or for a model the --mode's (max-autotune: 2)")
         p.add_argument('--warmup', type=int, default=5)
         p.add_argument('--repeat', type=int, default=20)
         p.add_argument('--json', action='store_true', help='also print the results as one JSON line')
@@ -163,7 +164,7 @@ def run(args) -> int:
             title += ' tf32' if args.tf32 else ''
             runners = {'eager': lambda: (lambda: fn(*inputs)),
                        'inductor': lambda: (lambda f=torch.compile(fn): f(*inputs)),
-                       'hidet': lambda: build_hidet(args.space)}
+                       'hidet': lambda: build_hidet(args.space or 0)}
         else:
             model, inputs, title = _model_case(args)
             mode = args.mode
@@ -171,7 +172,7 @@ def run(args) -> int:
             def compiled(backend):
                 import hidet.torch  # noqa: F401  (configures dynamo_config)
 
-                if backend == 'hidet':
+                if backend == 'hidet' and args.space is not None:  # (else the mode's, as torch.compile's own)
                     hidet.torch.dynamo_config.search_space(args.space)
                 f = torch.compile(model, backend=backend, mode=mode)
                 return lambda: f(*inputs)

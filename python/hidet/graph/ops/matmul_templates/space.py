@@ -10,6 +10,7 @@ from .mma import MAX_SMEM, WG_BK, MmaConfig, check_config, smem_bytes, tiles
 from .spec import GemmSpec
 
 LEVEL1_MAX, LEVEL2_MAX = 8, 40
+LEVEL2_WG_MAX = 24  # (wgmma spaces: see _wgmma_space)
 DEFAULT_SMS = 132  # an H100 SXM; the GPU's own count when one is visible
 
 # (BM, BN, WM, WN): block tile and warp tile
@@ -167,9 +168,11 @@ def _space(spec: GemmSpec, level: int, sms: int, wgmma: bool = False) -> List[Mm
     first = default_config(spec, sms, wgmma)
     if level == 0:
         return [first]
+    wg_shapes = [s for s in WG_SHAPES if _fits(spec, s[0], s[1])] if wgmma and spec.mma_dtype.nbytes == 2 else []
+    if wg_shapes and spec.m > 64:
+        return _wgmma_space(spec, level, sms, first, wg_shapes)
     shapes = [s for s in (SMALL_SHAPES if spec.m <= 64 else LARGE_SHAPES) + (LARGE_SHAPES if spec.m <= 64 else [])
               if _fits(spec, s[0], s[1])]
-    wg_shapes = [s for s in WG_SHAPES if _fits(spec, s[0], s[1])] if wgmma and spec.mma_dtype.nbytes == 2 else []
     cfgs = [first] + [wg_config(spec, bm, bn, wn, sms) for bm, bn, wn in wg_shapes[:3]]
     for bm, bn, wm, wn in shapes:  # level 1: each tile shape with its usual k-tile and depth
         bk = 64 if bm <= 32 else 32
@@ -191,6 +194,24 @@ def _space(spec: GemmSpec, level: int, sms: int, wgmma: bool = False) -> List[Mm
                 for s in sorted({split, max(1, split // 2)}):
                     cfgs.append(MmaConfig(bm, bn, bk, wm, wn, stages, s))
     return _valid(spec, cfgs)[:LEVEL2_MAX]
+
+
+def _wgmma_space(spec: GemmSpec, level: int, sms: int, first: MmaConfig, wg_shapes) -> List[MmaConfig]:
+    """sm_90, 16-bit operands, m > 64: wgmma configs alone (no mma.sync config won a GEMM or convolution of
+    those measured on the H100, and compiling fewer candidates keeps max-autotune builds short). Level 1: each
+    tile shape at its default depth; level 2: depths 3, 6 and 4, at the default split, half and twice it."""
+    cfgs = [first] + [wg_config(spec, bm, bn, wn, sms) for bm, bn, wn in wg_shapes]
+    cfgs = _valid(spec, cfgs)[:LEVEL1_MAX]
+    if level == 1:
+        return cfgs
+    for stages in (3, 6, 4):
+        for bm, bn, wn in wg_shapes:
+            split = default_split(spec, bm, bn, WG_BK, sms)
+            # (twice the default split too: 2-3 blocks of a shallow pipeline share an SM)
+            for s in sorted({split, max(1, split // 2), split * 2}):
+                if _k_tiles(spec, WG_BK) // s >= 4:
+                    cfgs.append(MmaConfig(bm, bn, WG_BK, 64, wn, stages, s, True))
+    return _valid(spec, cfgs)[:LEVEL2_WG_MAX]
 
 
 def describe_candidates(spec: GemmSpec, cfgs: List[MmaConfig]) -> str:
