@@ -1,6 +1,6 @@
 """Hidet Script on CUDA: the naive matmul of the Hidet announcement (behind a torch.autograd.Function), a
-shared-memory tiled matmul, warp-shuffle reductions with atomics and dynamic shared memory, and a
-tensor-core tile (cp.async + ldmatrix + mma.sync). The kernels compile everywhere nvcc is found; they
+shared-memory tiled matmul, warp-shuffle reductions with atomics and dynamic shared memory, a tensor-core
+tile (cp.async + ldmatrix + mma.sync) and a warpgroup tile (swizzled shared memory + wgmma, sm_90). The kernels compile everywhere nvcc is found; they
 run on a GPU (`cuda` marker)."""
 from __future__ import annotations  # annotations such as f32[m, k] use the kernels' scalar parameters
 
@@ -14,7 +14,8 @@ from hidet.lang.cuda import (activemask, atomic_add, atomic_cas, atomic_exchange
                              ballot_sync, blockDim, blockIdx, cp_async, cp_async_commit_group, cp_async_wait_all,
                              cp_async_wait_group, dynamic_shared_memory, ldmatrix, mma_sync, shared_tensor,
                              shfl_down_sync, shfl_sync, shfl_up_sync, shfl_xor_sync, syncthreads, syncthreads_and,
-                             syncthreads_count, syncthreads_or, syncwarp, threadfence, threadfence_block, threadIdx)
+                             syncthreads_count, syncthreads_or, syncwarp, threadfence, threadfence_block, threadIdx,
+                             fence_proxy_async, wgmma, wgmma_commit_group, wgmma_fence, wgmma_wait_group)
 
 
 # ---------------------------------------------------------------------------------------------- kernels
@@ -200,9 +201,54 @@ def intrinsics_module():
     return script_module
 
 
+def wgmma_module(dtype=f16, b_k_major: bool = True):
+    """One warpgroup: C[64, 64] = A[64, 64] @ B with wgmma from 128-byte-swizzled shared memory. A is k-major
+    (rows of 64 k); B is given k-major (``bt[n, k]``) or n-major (``b[k, n]``): the same swizzled rows, read
+    transposed or not."""
+    def at(r, c):  # element offset of (row r, column c) in a tile of 64-element (128-byte) swizzled rows
+        return r * 64 + ((c // 8) ^ (r % 8)) * 8 + c % 8
+
+    with hidet.script_module() as script_module:
+        @hidet.script
+        def wgmma_tile(a: dtype[64, 64], b: dtype[64, 64], c: f32[64, 64]):
+            attr.cuda_grid_dim = 1
+            attr.cuda_block_dim = 128
+            attr.cuda_dynamic_smem_bytes = 2 * 64 * 64 * 2 + 1008
+            sa = view(dynamic_shared_memory(0, dtype, 1024), dtype[64 * 64])
+            sb = view(dynamic_shared_memory(64 * 64 * 2, dtype, 1024), dtype[64 * 64])
+            tid = threadIdx.x
+            for i in unroll(range(4)):  # 512 chunks of 16 bytes per operand
+                q = tid + i * 128
+                r = q // 8
+                c8 = q % 8 * 8
+                cp_async(~sa[at(r, c8)], ~a[r, c8], 16)
+                cp_async(~sb[at(r, c8)], ~b[r, c8], 16)
+            cp_async_commit_group()
+            cp_async_wait_all()
+            fence_proxy_async()
+            syncthreads()
+            acc = register_tensor(f32, [32])
+            wgmma_fence()
+            for ks in unroll(range(4)):
+                wgmma(~acc[0], ~sa[ks * 16], ~sb[ks * 16 if b_k_major else ks * 16 * 64], 64, False,
+                      not b_k_major, 0, 0 if b_k_major else 64 * 64 * 2, ks > 0)
+            wgmma_commit_group()
+            wgmma_wait_group(0)
+            w = tid // 32
+            g = tid % 32 // 4
+            t = tid % 4
+            for j in unroll(range(8)):  # per warp: rows 16w.., the layout of 8 mma m16n8 tiles
+                c[w * 16 + g, j * 8 + 2 * t] = acc[j * 4]
+                c[w * 16 + g, j * 8 + 2 * t + 1] = acc[j * 4 + 1]
+                c[w * 16 + g + 8, j * 8 + 2 * t] = acc[j * 4 + 2]
+                c[w * 16 + g + 8, j * 8 + 2 * t + 1] = acc[j * 4 + 3]
+    return script_module
+
+
 ALL_MODULES = {'naive_matmul': naive_matmul_module, 'tiled_matmul': tiled_matmul_module,
                'reduction': reduction_module, 'mma_f16': lambda: mma_module(f16), 'mma_bf16': lambda: mma_module(bf16),
                'intrinsics': intrinsics_module}
+WGMMA_MODULES = {'wgmma_f16_k_major': lambda: wgmma_module(f16, True), 'wgmma_bf16_n_major': lambda: wgmma_module(bf16, False)}
 
 
 # ---------------------------------------------------------------------------------------------- compile (no GPU)
@@ -219,6 +265,30 @@ def test_cuda_script_compiles(name):
         built = ALL_MODULES[name]().build()
     assert built.ir_module.target == 'cuda'
     assert '__global__' in built.source
+
+
+@pytest.mark.parametrize('name', list(WGMMA_MODULES))
+def test_wgmma_script_compiles_for_sm90(name):
+    from hidet.backend.compiler import CompilerNotFoundError, find_nvcc
+
+    try:
+        find_nvcc()
+    except CompilerNotFoundError:
+        pytest.skip('nvcc not found')
+    with hidet.option.context(cuda_arch='sm_90'):
+        built = WGMMA_MODULES[name]().build()
+    assert 'hidet::lang::wgmma_m64k16<64, 0, ' in built.source and 'dynamic_smem_aligned<1024>' in built.source
+
+
+def test_wgmma_argument_errors():
+    sa = hidet.ir.expr.Var('sa', f16, type=hidet.ir.type.TensorType(f16, [64], 'pointer'))
+    acc = hidet.ir.expr.Var('acc', f32, type=hidet.ir.type.TensorType(f32, [32], 'pointer'))
+    with pytest.raises(ValueError, match='wgmma: n must be one of'):
+        wgmma(acc, sa, sa, 32)
+    with pytest.raises(TypeError, match='float32 accumulators'):
+        wgmma(sa, sa, sa, 64)
+    with pytest.raises(ValueError, match='align must be a power of two'):
+        dynamic_shared_memory(0, f16, 1000)
 
 
 def test_cuda_script_source():
@@ -332,6 +402,21 @@ def test_mma_sync_tile(dtype):
     c = torch.empty(16, 8, device='cuda')
     built(a, b, c)
     torch.testing.assert_close(c.double(), a.double() @ b.double(), rtol=1e-3, atol=1e-3)
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize('name', list(WGMMA_MODULES))
+def test_wgmma_tile(name):
+    if torch.cuda.get_device_capability() != (9, 0):
+        pytest.skip('wgmma needs an sm_90 GPU')
+    dtype = torch.bfloat16 if 'bf16' in name else torch.float16
+    built = WGMMA_MODULES[name]().build()
+    a = torch.randn(64, 64, device='cuda').to(dtype)
+    b = torch.randn(64, 64, device='cuda').to(dtype)  # [n, k] (k-major) or [k, n] (n-major)
+    c = torch.full((64, 64), float('nan'), device='cuda')
+    built(a, b, c)
+    expected = a.double() @ (b.double().t() if 'k_major' in name else b.double())
+    torch.testing.assert_close(c.double(), expected, rtol=1e-3, atol=1e-3)
 
 
 @pytest.mark.cuda

@@ -33,6 +33,12 @@ class Expr:
     def __rtruediv__(self, other): return binary('/', other, self)
     def __floordiv__(self, other): return binary('/', self, other)  # integer operands: C division
     def __mod__(self, other): return binary('%', self, other)
+    def __and__(self, other): return binary('&', self, other)  # bitwise, of integers
+    def __rand__(self, other): return binary('&', other, self)
+    def __or__(self, other): return binary('|', self, other)
+    def __ror__(self, other): return binary('|', other, self)
+    def __xor__(self, other): return binary('^', self, other)
+    def __rxor__(self, other): return binary('^', other, self)
     def __neg__(self): return Unary('-', self)
     def __lt__(self, other): return binary('<', self, other)
     def __le__(self, other): return binary('<=', self, other)

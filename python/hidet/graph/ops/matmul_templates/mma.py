@@ -104,17 +104,12 @@ def tile_offset(spec: GemmSpec, cfg: MmaConfig, k_major: bool, rows: int):
         return lambda r, c, e=0: r * row + c + e
 
     def swizzle(r, c):
-        return _xor(c // ch, r % 8) * ch
+        return (c // ch ^ r % 8) * ch
 
     if k_major:
         return lambda r, c, e=0: r * cfg.bk + swizzle(r, c) + e
     return lambda r, c, e=0: c // 64 * (cfg.bk * 64) + r * 64 + swizzle(r, c % 64) + e
 
-
-def _xor(a, b):
-    from hidet.ir.expr import Expr, binary
-
-    return binary('^', a, b) if isinstance(a, Expr) or isinstance(b, Expr) else a ^ b
 
 
 def cdiv(a, b):
