@@ -173,9 +173,12 @@ def test_cpu_and_cuda_flags():
     with pytest.raises(ValueError, match='unknown target'):
         compiler.toolchain('tpu')
     _nvcc_or_skip()
-    cuda = compiler.toolchain('cuda', hidet.option.Options(cuda_arch='sm_90'))
+    cuda = compiler.toolchain('cuda', hidet.option.Options(cuda_arch='sm_80'))
     command = ' '.join(cuda.command('k.cu', 'k.so'))
-    assert 'arch=compute_90,code=sm_90' in command and 'arch=compute_90,code=compute_90' in command
+    assert 'arch=compute_80,code=sm_80' in command and 'arch=compute_80,code=compute_80' in command
+    # an sm_90 GPU gets sm_90a (wgmma), SASS and PTX
+    command = ' '.join(compiler.toolchain('cuda', hidet.option.Options(cuda_arch='sm_90')).command('k.cu', 'k.so'))
+    assert 'arch=compute_90a,code=sm_90a' in command and 'arch=compute_90a,code=compute_90a' in command
     assert '-lineinfo' in command and '-std=c++17' in command and 'fast_math' not in command
     assert 'release' in compiler.version_line(cuda.version)
 
