@@ -116,7 +116,6 @@ def conv_case(shape: str, dtype: str):
 def main() -> None:
     import torch
 
-    import hidet
     from hidet.drivers.build_task import build_task
     from hidet.drivers.templates import find
 

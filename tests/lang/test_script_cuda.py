@@ -1,7 +1,7 @@
 """Hidet Script on CUDA: the naive matmul of the Hidet announcement (behind a torch.autograd.Function), a
 shared-memory tiled matmul, warp-shuffle reductions with atomics and dynamic shared memory, a tensor-core
-tile (cp.async + ldmatrix + mma.sync) and a warpgroup tile (swizzled shared memory + wgmma, sm_90). The kernels compile everywhere nvcc is found; they
-run on a GPU (`cuda` marker)."""
+tile (cp.async + ldmatrix + mma.sync) and a warpgroup tile (swizzled shared memory + wgmma, sm_90). The
+kernels compile everywhere nvcc is found; they run on a GPU (`cuda` marker)."""
 from __future__ import annotations  # annotations such as f32[m, k] use the kernels' scalar parameters
 
 import pytest
@@ -248,7 +248,8 @@ def wgmma_module(dtype=f16, b_k_major: bool = True):
 ALL_MODULES = {'naive_matmul': naive_matmul_module, 'tiled_matmul': tiled_matmul_module,
                'reduction': reduction_module, 'mma_f16': lambda: mma_module(f16), 'mma_bf16': lambda: mma_module(bf16),
                'intrinsics': intrinsics_module}
-WGMMA_MODULES = {'wgmma_f16_k_major': lambda: wgmma_module(f16, True), 'wgmma_bf16_n_major': lambda: wgmma_module(bf16, False)}
+WGMMA_MODULES = {'wgmma_f16_k_major': lambda: wgmma_module(f16, True),
+                 'wgmma_bf16_n_major': lambda: wgmma_module(bf16, False)}
 
 
 # ---------------------------------------------------------------------------------------------- compile (no GPU)

@@ -25,7 +25,8 @@ def add_parser(sub) -> None:
         p.add_argument('--device', default='cuda', choices=['cuda', 'cpu'])
         p.add_argument('--backends', default=','.join(BACKENDS), help='comma-separated: hidet,eager,inductor')
         p.add_argument('--space', type=int, default=None, choices=[0, 1, 2],
-                       help="hidet's search space (tuning level); default 0, or for a model the --mode's (max-autotune: 2)")
+                       help="hidet's search space (tuning level); default 0, for a model the --mode's "
+                            '(max-autotune: 2)')
         p.add_argument('--warmup', type=int, default=5)
         p.add_argument('--repeat', type=int, default=20)
         p.add_argument('--json', action='store_true', help='also print the results as one JSON line')

@@ -346,7 +346,8 @@ def test_wgmma_sources_compile_with_nvcc():
         (plain, MmaConfig(128, 256, 64, 64, 256, 4, 1, True)),
         (matmul_task([256, 512], [512, 384], 'bfloat16'), MmaConfig(128, 128, 64, 64, 128, 4, 2, True)),
         (fused_tasks(lambda x, w: ops.matmul(ops.transpose(x, 1, 2), ops.transpose(w, 1, 2)),
-                     ([3, 96, 136], 'float16'), ([3, 72, 96], 'float16'))[0], MmaConfig(64, 128, 64, 64, 64, 3, 1, True)),
+                     ([3, 96, 136], 'float16'), ([3, 72, 96], 'float16'))[0],
+         MmaConfig(64, 128, 64, 64, 64, 3, 1, True)),
         (fused_tasks(bias_gelu_cast, ([128, 96], 'float32'), ([96, 80], 'float16'), ([80], 'float16'))[0],
          MmaConfig(128, 64, 64, 64, 64, 5, 1, True)),
         (fused_tasks(lambda x, w: ops.conv2d(x, w, padding=1),
@@ -425,7 +426,8 @@ def test_every_tile_shape_with_computed_and_transposed_operands():
         out = [MmaConfig(bm, bn, 64 if bm <= 32 else 32, wm, wn, 3, s) for bm, bn, wm, wn in SMALL_SHAPES + LARGE_SHAPES
                for s in (1, 2)]
         if find_matmul_template(spec_task, 'cuda').wgmma:
-            out += [MmaConfig(bm, bn, 64, 64, wn, st, s, True) for bm, bn, wn in WG_SHAPES for st, s in ((3, 1), (4, 2))]
+            out += [MmaConfig(bm, bn, 64, 64, wn, st, s, True) for bm, bn, wn in WG_SHAPES
+                    for st, s in ((3, 1), (4, 2))]
         return [c for c in out if not check_config(spec, c)]
 
     task = matmul_task([100, 30], [30, 70])

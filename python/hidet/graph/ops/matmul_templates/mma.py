@@ -111,7 +111,6 @@ def tile_offset(spec: GemmSpec, cfg: MmaConfig, k_major: bool, rows: int):
     return lambda r, c, e=0: c // 64 * (cfg.bk * 64) + r * 64 + swizzle(r, c % 64) + e
 
 
-
 def cdiv(a, b):
     """ceil(a / b) of sizes, ints or symbolic."""
     return -(-a // b) if isinstance(a, int) and isinstance(b, int) else (a + (b - 1)) // b
@@ -400,11 +399,12 @@ def build_script_module(spec: GemmSpec, cfg: MmaConfig, m_bound=None):
                         if A_KM:
                             ldmatrix(~af[0, mi, 0], ~sa[0, a_at(wm0 + mi * 16 + lane % 16, lane / 16 * 8)], 4)
                         else:
-                            ldmatrix(~af[0, mi, 0], ~sa[0, a_at(lane % 8 + lane / 16 * 8, wm0 + mi * 16 + lane / 8 % 2 * 8)],
-                                     4, True)
+                            ldmatrix(~af[0, mi, 0],
+                                     ~sa[0, a_at(lane % 8 + lane / 16 * 8, wm0 + mi * 16 + lane / 8 % 2 * 8)], 4, True)
                     for nj in LD_NT2S:
                         if B_KM:
-                            ldmatrix(~bf[0, 2 * nj, 0], ~sb[0, b_at(wn0 + nj * 16 + lane / 16 * 8 + lane % 8, lane / 8 % 2 * 8)], 4)
+                            ldmatrix(~bf[0, 2 * nj, 0],
+                                     ~sb[0, b_at(wn0 + nj * 16 + lane / 16 * 8 + lane % 8, lane / 8 % 2 * 8)], 4)
                         else:
                             ldmatrix(~bf[0, 2 * nj, 0], ~sb[0, b_at(lane % 16, wn0 + nj * 16 + lane / 16 * 8)], 4, True)
                 if not WG and kt >= 0:
@@ -432,15 +432,20 @@ def build_script_module(spec: GemmSpec, cfg: MmaConfig, m_bound=None):
                                         bf[nb, ni, q] = sb[ls, b_at(lk + ft + dk, wn0 + ni * 8 + fg)]
                         for mi in LD_MTS:
                             if A_KM:
-                                ldmatrix(~af[nb, mi, 0], ~sa[ls, a_at(wm0 + mi * 16 + lane % 16, lk + lane / 16 * 8)], 4)
+                                ldmatrix(~af[nb, mi, 0],
+                                         ~sa[ls, a_at(wm0 + mi * 16 + lane % 16, lk + lane / 16 * 8)], 4)
                             else:
-                                ldmatrix(~af[nb, mi, 0], ~sa[ls, a_at(lk + lane % 8 + lane / 16 * 8, wm0 + mi * 16 + lane / 8 % 2 * 8)], 4, True)
+                                ldmatrix(~af[nb, mi, 0],
+                                         ~sa[ls, a_at(lk + lane % 8 + lane / 16 * 8, wm0 + mi * 16 + lane / 8 % 2 * 8)],
+                                         4, True)
                         for nj in LD_NT2S:
                             if B_KM:
-                                ldmatrix(~bf[nb, 2 * nj, 0], ~sb[ls, b_at(wn0 + nj * 16 + lane / 16 * 8 + lane % 8, lk + lane / 8 % 2 * 8)], 4)
+                                ldmatrix(~bf[nb, 2 * nj, 0],
+                                         ~sb[ls, b_at(wn0 + nj * 16 + lane / 16 * 8 + lane % 8, lk + lane / 8 % 2 * 8)],
+                                         4)
                             else:
-                                ldmatrix(~bf[nb, 2 * nj, 0], ~sb[ls, b_at(lk + lane % 16, wn0 + nj * 16 + lane / 16 * 8)],
-                                         4, True)
+                                ldmatrix(~bf[nb, 2 * nj, 0],
+                                         ~sb[ls, b_at(lk + lane % 16, wn0 + nj * 16 + lane / 16 * 8)], 4, True)
                         for mi in MTS:
                             for ni in NTS:
                                 mma_sync(~af[ks % 2, mi, 0], ~bf[ks % 2, ni, 0], ~acc[mi, ni, 0], MMA_SHAPE)
