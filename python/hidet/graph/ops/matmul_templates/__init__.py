@@ -28,7 +28,7 @@ WGMMA_ARCH = 90  # wgmma is sm_90's (sm_100 has tcgen05 instead)
 class MmaMatmulTemplate(GemmTemplate):
     """The tensor-core matmul template applied to one task."""
 
-    name = 'matmul-mma-v1'
+    name = 'matmul-mma-v2'  # v2: wgmma configs on sm_90 (tuning records of v1 chose among mma.sync alone)
     config_class = MmaConfig
 
     def __init__(self, spec: GemmSpec, wgmma: bool = False):
