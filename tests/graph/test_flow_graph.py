@@ -100,6 +100,15 @@ def test_compiled_graph_input_errors():
         compiled(hidet.randn([2, 3]))
     with pytest.raises(ValueError, match='not contiguous'):
         compiled(torch.randn(2, 2).t())
+    # torch tensors take a precomputed check (a graph without symbols): the same errors
+    with pytest.raises(ValueError, match=r'input 0 \(x\): expected float32\[2, 2\] on cpu, got float64\[2, 2\]'):
+        compiled(torch.randn(2, 2, dtype=torch.float64))
+    with pytest.raises(ValueError, match=r'expected float32\[2, 2\] on cpu, got float32\[2, 3\]'):
+        compiled(torch.randn(2, 3))
+    a = torch.randn(2, 2)
+    out = compiled(a)
+    assert isinstance(out, torch.Tensor) and out.dtype == torch.float32 and out.shape == (2, 2)
+    torch.testing.assert_close(out, a * 3)
 
 
 def test_memory_plan_reuses_the_arena():

@@ -59,6 +59,7 @@ class CompiledGraph:
 
         self.inputs: List[TensorSignature] = [signature(e) for e in self.manifest['inputs']]
         self.outputs: List[TensorSignature] = [signature(e) for e in self.manifest['outputs']]
+        self._torch_static = None  # (inputs', outputs' (shape, torch dtype)), device: see _torch_fast_path
 
     # ------------------------------------------------------------------ running
     def __call__(self, *inputs):
@@ -86,8 +87,31 @@ class CompiledGraph:
             return CudaGraphs(self, max_shapes)
         return CudaGraph(self, self._graph.cuda_graph())
 
+    def _torch_fast_path(self):
+        """A graph without symbols run on torch tensors (every torch.compile call): the expected shapes, dtypes
+        and the device computed once, so a call checks them with a few comparisons (the general path below
+        reads the symbols' values and evaluates every dimension; it also words the errors)."""
+        if self._torch_static is None:
+            import torch
+
+            dev = 'cpu' if self.target == 'cpu' else f'cuda:{self.device.id}'
+            self._torch_static = ([(torch.Size(sig.shape), getattr(torch, sig.dtype.name)) for sig in self.inputs],
+                                  [(torch.Size(sig.shape), getattr(torch, sig.dtype.name)) for sig in self.outputs],
+                                  self.target == 'cuda', torch.device(dev), torch.Tensor)
+        return self._torch_static
+
     def _check_inputs(self, inputs: Sequence) -> Tuple[List[int], bool, Dict[str, int]]:
         """(data addresses, whether the inputs are torch tensors, the symbols' values read from the shapes)."""
+        if not self.symbols and len(inputs) == len(self.inputs) and inputs:
+            expected, _, cuda, _, tensor = self._torch_fast_path()
+            addrs = []
+            for t, (shape, dtype) in zip(inputs, expected):
+                if not (isinstance(t, tensor) and t.shape == shape and t.dtype is dtype and t.is_cuda == cuda
+                        and t.is_contiguous()):
+                    break
+                addrs.append(t.data_ptr())
+            else:
+                return addrs, True, {}
         if len(inputs) != len(self.inputs):
             raise ValueError(f'the compiled graph takes {len(self.inputs)} input(s) '
                              f'({", ".join(map(repr, self.inputs))}), got {len(inputs)}')
@@ -126,6 +150,11 @@ class CompiledGraph:
         return addrs, is_torch, values
 
     def _new_outputs(self, is_torch: bool, values: Dict[str, int]) -> list:
+        if is_torch and not self.symbols:
+            import torch
+
+            _, outputs, _, device, _ = self._torch_fast_path()
+            return [torch.empty(shape, dtype=dtype, device=device) for shape, dtype in outputs]
         if is_torch:
             import torch
 
