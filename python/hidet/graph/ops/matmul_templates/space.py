@@ -109,7 +109,7 @@ def _wg_default(spec: GemmSpec, sms: int):
     if spec.a.gather is not None or spec.b.gather is not None:
         # a convolution: address arithmetic per 16-byte chunk makes the loads the bottleneck; small blocks of
         # one m64 row of warpgroups and a shallow pipeline let 2-3 blocks share an SM (resnet50's 3x3 layers at
-        # batch 32 on the H100: 64 x 64-256, 3 stages, within 5% of the best of level 2 for every layer)
+        # batch 32 on the H100: 64 x 64-256, 3 stages, 0-7% slower than the best of level 2 for each layer)
         bn = min(256, _pow2_ceil(spec.n))
         return wg_config(spec, 64, bn, min(bn, 128), sms, stages=3)
     for bm, bn, wn in ((128, 256, 256), (128, 128, 128), (128, 64, 64)):
