@@ -253,14 +253,18 @@ WGMMA_MODULES = {'wgmma_f16_k_major': lambda: wgmma_module(f16, True),
 
 
 # ---------------------------------------------------------------------------------------------- compile (no GPU)
-@pytest.mark.parametrize('name', list(ALL_MODULES))
-def test_cuda_script_compiles(name):
+def _nvcc_or_skip():
     from hidet.backend.compiler import CompilerNotFoundError, find_nvcc
 
     try:
         find_nvcc()
     except CompilerNotFoundError:
         pytest.skip('nvcc not found')
+
+
+@pytest.mark.parametrize('name', list(ALL_MODULES))
+def test_cuda_script_compiles(name):
+    _nvcc_or_skip()
     arch = None if hidet.cuda.available() else 'sm_90'
     with hidet.option.context(cuda_arch=arch):
         built = ALL_MODULES[name]().build()
@@ -270,12 +274,7 @@ def test_cuda_script_compiles(name):
 
 @pytest.mark.parametrize('name', list(WGMMA_MODULES))
 def test_wgmma_script_compiles_for_sm90(name):
-    from hidet.backend.compiler import CompilerNotFoundError, find_nvcc
-
-    try:
-        find_nvcc()
-    except CompilerNotFoundError:
-        pytest.skip('nvcc not found')
+    _nvcc_or_skip()
     with hidet.option.context(cuda_arch='sm_90'):
         built = WGMMA_MODULES[name]().build()
     assert 'hidet::lang::wgmma_m64k16<64, 0, ' in built.source and 'dynamic_smem_aligned<1024>' in built.source

@@ -59,7 +59,7 @@ class CompiledGraph:
 
         self.inputs: List[TensorSignature] = [signature(e) for e in self.manifest['inputs']]
         self.outputs: List[TensorSignature] = [signature(e) for e in self.manifest['outputs']]
-        self._torch_static = None  # (inputs', outputs' (shape, torch dtype)), device: see _torch_fast_path
+        self._torch_signatures = None  # see _torch_static
 
     # ------------------------------------------------------------------ running
     def __call__(self, *inputs):
@@ -87,26 +87,29 @@ class CompiledGraph:
             return CudaGraphs(self, max_shapes)
         return CudaGraph(self, self._graph.cuda_graph())
 
-    def _torch_fast_path(self):
-        """A graph without symbols run on torch tensors (every torch.compile call): the expected shapes, dtypes
-        and the device computed once, so a call checks them with a few comparisons (the general path below
-        reads the symbols' values and evaluates every dimension; it also words the errors)."""
-        if self._torch_static is None:
+    def _torch_static(self):
+        """For a graph without symbols run on torch tensors (every torch.compile call): each input's and
+        output's (torch.Size, torch dtype), computed once, so a call checks its inputs with a few comparisons
+        (the general path of _check_inputs reads the symbols' values and evaluates every dimension; it also
+        words the errors)."""
+        if self._torch_signatures is None:
             import torch
 
-            dev = 'cpu' if self.target == 'cpu' else f'cuda:{self.device.id}'
-            self._torch_static = ([(torch.Size(sig.shape), getattr(torch, sig.dtype.name)) for sig in self.inputs],
-                                  [(torch.Size(sig.shape), getattr(torch, sig.dtype.name)) for sig in self.outputs],
-                                  self.target == 'cuda', torch.device(dev), torch.Tensor)
-        return self._torch_static
+            def signatures(sigs):
+                return [(torch.Size(sig.shape), getattr(torch, sig.dtype.name)) for sig in sigs]
+
+            self._torch_signatures = (signatures(self.inputs), signatures(self.outputs))
+        return self._torch_signatures
 
     def _check_inputs(self, inputs: Sequence) -> Tuple[List[int], bool, Dict[str, int]]:
         """(data addresses, whether the inputs are torch tensors, the symbols' values read from the shapes)."""
         if not self.symbols and len(inputs) == len(self.inputs) and inputs:
-            expected, _, cuda, _, tensor = self._torch_fast_path()
+            import torch
+
+            cuda = self.target == 'cuda'
             addrs = []
-            for t, (shape, dtype) in zip(inputs, expected):
-                if not (isinstance(t, tensor) and t.shape == shape and t.dtype is dtype and t.is_cuda == cuda
+            for t, (shape, dtype) in zip(inputs, self._torch_static()[0]):
+                if not (isinstance(t, torch.Tensor) and t.shape == shape and t.dtype is dtype and t.is_cuda == cuda
                         and t.is_contiguous()):
                     break
                 addrs.append(t.data_ptr())
@@ -150,17 +153,13 @@ class CompiledGraph:
         return addrs, is_torch, values
 
     def _new_outputs(self, is_torch: bool, values: Dict[str, int]) -> list:
-        if is_torch and not self.symbols:
-            import torch
-
-            _, outputs, _, device, _ = self._torch_fast_path()
-            return [torch.empty(shape, dtype=dtype, device=device) for shape, dtype in outputs]
         if is_torch:
             import torch
 
             dev = 'cpu' if self.target == 'cpu' else f'cuda:{self.device.id}'
-            return [torch.empty(sig.shape_at(values), dtype=getattr(torch, sig.dtype.name),
-                                device=dev) for sig in self.outputs]
+            shapes = ([(sig.shape_at(values), getattr(torch, sig.dtype.name)) for sig in self.outputs]
+                      if self.symbols else self._torch_static()[1])
+            return [torch.empty(shape, dtype=dtype, device=dev) for shape, dtype in shapes]
         from hidet.graph.tensor import _empty
 
         return [_empty(list(sig.shape_at(values)), sig.dtype, self.device) for sig in self.outputs]

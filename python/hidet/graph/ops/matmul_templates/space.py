@@ -90,11 +90,9 @@ def _tiles(spec: GemmSpec, bm: int, bn: int) -> int:
     return -(-spec.m // bm) * -(-spec.n // bn) * spec.batch
 
 
-def wg_config(spec: GemmSpec, bm: int, bn: int, wn: int, sms: int, stages: int = WG_MAX_STAGES,
-              split: int = None) -> MmaConfig:
+def wg_config(spec: GemmSpec, bm: int, bn: int, wn: int, sms: int, stages: int = WG_MAX_STAGES) -> MmaConfig:
     """A wgmma config with as many stages as fit (at most ``stages``) and the default split."""
-    split = default_split(spec, bm, bn, WG_BK, sms) if split is None else split
-    cfg = MmaConfig(bm, bn, WG_BK, 64, wn, stages, split, True)
+    cfg = MmaConfig(bm, bn, WG_BK, 64, wn, stages, default_split(spec, bm, bn, WG_BK, sms), True)
     while cfg.stages > 3 and smem_bytes(spec, cfg) > MAX_SMEM:
         cfg = replace(cfg, stages=cfg.stages - 1)
     return cfg
