@@ -2,7 +2,7 @@
 # On a GPU machine: install, run the matmul-template tests, and time the matmul kernels against torch.
 #   bash scripts/gpu_matmul.sh [LOG_DIR] [SPACES...]     (default: $OUT, spaces "0 2")
 # env: TEST_TIMEOUT, BENCH_TIMEOUT (seconds), BENCH_ARGS (more bench_matmul.py flags, e.g. --candidates),
-# TESTS (pytest selection; default the matmul-template tests)
+# TESTS (pytest selection; default the matmul-template tests), SHAPES (bench_matmul.py shapes)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 LOG_DIR=${1:-${OUT:-gpu-logs}}
@@ -23,5 +23,5 @@ t0=$(date +%s)
 timeout ${TEST_TIMEOUT:-150} python3 -m pytest ${TESTS:-"$OLDPWD/tests/graph/ops/test_matmul_template.py"} -q -rs -n 4 \
   -p no:benchmark -p no:cacheprovider 2>&1 | tee "$LOG_DIR/pytest.log" | tail -40
 echo "== tests in $(( $(date +%s) - t0 )) s"
-timeout ${BENCH_TIMEOUT:-150} python3 "$OLDPWD/scripts/bench_matmul.py" 4096x4096x4096 1x4096x4096 128x4096x4096 \
+timeout ${BENCH_TIMEOUT:-150} python3 "$OLDPWD/scripts/bench_matmul.py" ${SHAPES:-4096x4096x4096 1x4096x4096 128x4096x4096} \
   --space $SPACES ${BENCH_ARGS:-} 2>&1 | tee "$LOG_DIR/bench_matmul.log" | grep -v "it/s\]"

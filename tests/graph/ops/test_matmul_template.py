@@ -367,6 +367,56 @@ def test_wgmma_sources_compile_with_nvcc():
     assert all(os.path.exists(p) for p in paths)
 
 
+def _eval(e, env):
+    """An integer / boolean IR expression's value (C semantics: division truncates toward zero)."""
+    from hidet.ir.expr import Binary, Cast, Constant, Var
+
+    if isinstance(e, Constant):
+        return e.value
+    if isinstance(e, Var):
+        return env[id(e)]
+    if isinstance(e, Cast):
+        return _eval(e.a, env)
+    assert isinstance(e, Binary), type(e)
+    a, b = _eval(e.a, env), _eval(e.b, env)
+    if e.op == '/':
+        return abs(a) // abs(b) * (1 if (a >= 0) == (b >= 0) else -1)
+    if e.op == '%':
+        return a - b * (abs(a) // abs(b) * (1 if (a >= 0) == (b >= 0) else -1))
+    return {'+': a + b, '-': a - b, '*': a * b, '<': a < b, '<=': a <= b, '>': a > b, '>=': a >= b,
+            '==': a == b, '!=': a != b, '&&': a and b, '&': a & b}[e.op]
+
+
+@pytest.mark.parametrize('x_shape,w_shape,stride,padding,dilation', [
+    ([2, 9, 11, 16], [24, 3, 3, 16], 1, 1, 1), ([1, 12, 10, 8], [16, 5, 5, 8], 2, 2, 1),
+    ([3, 10, 10, 24], [8, 3, 3, 24], 1, 2, 2), ([1, 8, 8, 32], [32, 1, 1, 32], 2, 0, 1)])
+def test_gather_rows_split_offsets_and_padding_tests(x_shape, w_shape, stride, padding, dilation):
+    """A convolution's gathered operand: its offset and padding test, split into a part of the row (kept per
+    chunk row by the kernel) and a part of k (per k-tile), agree with the whole expressions everywhere."""
+    import random
+
+    from hidet.graph.ops.matmul_templates.values import row_split
+
+    xs, ws = hidet.symbol(x_shape, 'float16', 'cuda'), hidet.symbol(w_shape, 'float16', 'cuda')
+    y = ops.conv2d_channels_last(xs, ws, stride=stride, padding=padding, dilation=dilation)
+    spec = match_gemm(y.trace[0].task, fold_k=True)
+    g = spec.a.gather
+    assert g is not None
+    split = row_split(g.offset, g.valid, spec.k_var)
+    assert split is not None and len(split.row_terms) == (2 if padding else 0)
+    rng = random.Random(0)
+    for _ in range(300):
+        m, k = rng.randrange(spec.m), rng.randrange(spec.k // 8) * 8
+        env = {id(spec.m_var): m, id(spec.k_var): k}
+        want_off = _eval(g.offset, env)
+        assert _eval(split.row_offset, env) + _eval(split.k_offset, env) == want_off
+        want_ok = bool(_eval(g.valid, env)) if g.valid is not None else True
+        rows = [_eval(t, env) for t in split.row_terms]
+        ok = all({'<': r < v, '<=': r <= v, '>': r > v, '>=': r >= v}[op]
+                 for (i, op, side), r, v in ((c, rows[c[0]], _eval(c[2], env)) for c in split.conds))
+        assert ok == want_ok, (m, k)
+
+
 # ---------------------------------------------------------------------------------------------- on the GPU
 def _torch_dtype(dtype):
     return getattr(torch, dtype)
@@ -438,6 +488,26 @@ def test_every_tile_shape_with_computed_and_transposed_operands():
     x, w = _rand([3, 96, 136], 'float16'), _rand([3, 72, 96], 'float16', 0.1)
     _check_candidates(task, lambda: (x, w), lambda p, q: (p.float().transpose(1, 2) @ q.float().transpose(1, 2)).half(),
                       cfgs(task))
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize('x_shape,w_shape,stride,padding,dilation', [
+    ([3, 9, 11, 64], [72, 3, 3, 64], 1, 1, 1), ([2, 14, 13, 32], [64, 3, 3, 32], 2, 1, 1),
+    ([2, 12, 12, 48], [40, 3, 3, 48], 1, 2, 2), ([4, 8, 8, 64], [128, 1, 1, 64], 2, 0, 1)], ids=str)
+def test_every_convolution_candidate(x_shape, w_shape, stride, padding, dilation):
+    """Channels-last convolutions (gathered operand: row parts kept per chunk row, k parts per k-tile; ragged m
+    and n, strides, dilation, a strided 1x1): every level-2 candidate against torch."""
+    xs, ws = hidet.symbol(x_shape, 'float16', 'cuda'), hidet.symbol(w_shape, 'float16', 'cuda')
+    task = ops.conv2d_channels_last(xs, ws, stride=stride, padding=padding, dilation=dilation).trace[0].task
+    assert match_gemm(task, fold_k=True).a.gather is not None
+    x, w = _rand(x_shape, 'float16'), _rand(w_shape, 'float16', 1 / math.sqrt(w_shape[1] * w_shape[2] * w_shape[3]))
+
+    def reference(x, w):
+        y = torch.nn.functional.conv2d(x.permute(0, 3, 1, 2).float(), w.permute(0, 3, 1, 2).float(), None, stride,
+                                       padding, dilation)
+        return y.permute(0, 2, 3, 1).half().contiguous()
+
+    _check_candidates(task, lambda: (x, w), reference)
 
 
 @pytest.mark.cuda

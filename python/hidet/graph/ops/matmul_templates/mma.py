@@ -22,10 +22,12 @@ A block computes a BM x BN tile of C (its warps WM x WN tiles each) over its sha
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import asdict, dataclass
+from typing import Optional
 
 from .spec import GemmSpec
-from .values import GemmValues, _prod
+from .values import GemmValues, _prod, row_split
 
 STAGE_PAD = 8    # floats of padding per row of the epilogue's staging tile
 GROUP_M = 8      # tiles of M visited together (L2 reuse of B)
@@ -111,6 +113,15 @@ def tile_offset(spec: GemmSpec, cfg: MmaConfig, k_major: bool, rows: int):
     return lambda r, c, e=0: c // 64 * (cfg.bk * 64) + r * 64 + swizzle(r, c % 64) + e
 
 
+def _chunk_step(at, rstep: int, shape, ch: int) -> Optional[int]:
+    """The shared offset between a thread's consecutive chunks of a stage tile (``rstep`` rows apart) in layout
+    ``at`` where it is the same for every row and column (padded rows; the swizzle when rows a multiple of 8
+    apart), so a thread adds multiples of it to its first chunk's offset; else None."""
+    rows, cols = shape
+    steps = {at(r + rstep, c) - at(r, c) for r in range(rows - rstep) for c in range(0, cols, ch)}
+    return steps.pop() if len(steps) == 1 else None
+
+
 def cdiv(a, b):
     """ceil(a / b) of sizes, ints or symbolic."""
     return -(-a // b) if isinstance(a, int) and isinstance(b, int) else (a + (b - 1)) // b
@@ -184,7 +195,7 @@ def build_script_module(spec: GemmSpec, cfg: MmaConfig, m_bound=None):
     the workspace and the tile counters, then the task's symbolic dimensions (scalars, in the order of the
     kernel ABI's dims). A symbolic m runs in grids computed from the dims; ``m_bound`` (the largest m of the
     range this kernel serves) is what split-k is checked at."""
-    from hidet.ir.expr import SymbolVar
+    from hidet.ir.expr import BufferLoad, SymbolVar, binary
     import hidet
     from hidet.lang import attr, cast as lcast, f32, i32, i64, register_tensor, view
     from hidet.lang.cuda import (atomic_add, blockIdx, cp_async, cp_async_commit_group, cp_async_wait_all,
@@ -231,6 +242,10 @@ def build_script_module(spec: GemmSpec, cfg: MmaConfig, m_bound=None):
     B_CPR = (BK if B_KM else BN) // CH
     A_ITERS = list(range(BM * BK // CH // THREADS))
     B_ITERS = list(range(BN * BK // CH // THREADS))
+    A_RSTEP, B_RSTEP = THREADS // A_CPR, THREADS // B_CPR  # tile rows between a thread's chunks
+    FULL_K = isinstance(K, int) and K % BK == 0  # every k-tile whole (a split's k is a multiple of BK)
+    A_FULL = isinstance(M, int) and M % BM == 0  # every tile's rows inside the operand: no test
+    B_FULL = isinstance(N, int) and N % BN == 0
     KC = -(-(-(-K // BK)) // SPLIT) * BK  # k per split, a multiple of BK
     KSTEPS = list(range(BK // KSTEP))
     K16S = list(range(BK // 16))
@@ -252,6 +267,36 @@ def build_script_module(spec: GemmSpec, cfg: MmaConfig, m_bound=None):
     B_PTR = ins[spec.b.direct[0]] if B_DIRECT else ins[spec.b.gather.pos] if B_GATHER else None
     A_SMN, A_SK = values.direct_strides(spec.a, spec.m_var) if A_DIRECT else (0, 0)
     B_SMN, B_SK = values.direct_strides(spec.b, spec.n_var) if B_DIRECT else (0, 0)
+    A_SSTEP = _chunk_step(a_at, A_RSTEP, (BM, BK) if A_KM else (BK, BM), CH)
+    B_SSTEP = _chunk_step(b_at, B_RSTEP, (BN, BK) if B_KM else (BK, BN), CH)
+    A_STEP = A_RSTEP * (A_SMN if A_KM else A_SK)  # elements between a thread's chunks of a direct operand
+    B_STEP = B_RSTEP * (B_SMN if B_KM else B_SK)
+    A_SPLIT, B_SPLIT = (row_split(op.gather.offset, op.gather.valid, spec.k_var) if op.gather is not None else None
+                        for op in (spec.a, spec.b))
+    A_IDX, B_IDX = (values.index_dtype(op) if op.gather is not None else i32 for op in (spec.a, spec.b))
+    A_NT, B_NT = (len(x.row_terms) if x is not None else 0 for x in (A_SPLIT, B_SPLIT))
+    A_TERMS, B_TERMS = list(range(A_NT)), list(range(B_NT))
+
+    def all_of(*conds):
+        """The conjunction of conditions (Python True: statically true), without && (no branches)."""
+        conds = [c for c in conds if c is not True]
+        return functools.reduce(lambda x, y: binary('&', x, y), conds) if conds else True
+
+    def split_row(op, split, bz, gmn, j):
+        """A chunk row's part of a split gather: its offset (j = -1) or row term j."""
+        offset, terms = values.gather_row(op, split, bz, gmn)
+        return offset if j < 0 else terms[j]
+
+    def split_ok(op, split, rt, it, gk):
+        """The padding test of chunk ``it`` at ``gk``: its row terms (in ``rt``) against the k sides."""
+        sides = values.gather_k(op, split, gk)[1]
+        nt = len(split.row_terms)
+        conds = [binary(o, BufferLoad(rt, it * nt + i, rt.type.dtype), side)
+                 for (i, o, _), side in zip(split.conds, sides)]
+        return all_of(*conds)
+
+    def split_offset(op, split, ro, it, gk):
+        return BufferLoad(ro, it, ro.type.dtype) + values.gather_k(op, split, gk)[0]
 
     name = kernel_name(spec, cfg)
 
@@ -302,6 +347,35 @@ def build_script_module(spec: GemmSpec, cfg: MmaConfig, m_bound=None):
             if B_DIRECT:
                 b_base = direct_base(spec.b, bz)
 
+            # this thread's chunks of a stage tile: rows r0 + it * RSTEP of column c0 (its k decoded once per tile)
+            a_r0 = tid / A_CPR
+            a_c0 = tid % A_CPR * CH
+            a_mn0 = m0 + (a_r0 if A_KM else a_c0)  # the m of its first chunk, and its k in a tile
+            a_k0 = a_c0 if A_KM else a_r0
+            a_left = M - a_mn0
+            b_r0 = tid / B_CPR
+            b_c0 = tid % B_CPR * CH
+            b_mn0 = n0 + (b_r0 if B_KM else b_c0)
+            b_k0 = b_c0 if B_KM else b_r0
+            b_left = N - b_mn0
+            a_s0 = a_at(a_r0, a_c0)  # the shared offset of its first chunk in a stage (the others: + it * SSTEP)
+            b_s0 = b_at(b_r0, b_c0)
+            # gathered operands: the row parts of each chunk's offset and padding tests, once (see RowSplit)
+            a_ro = register_tensor(A_IDX, [len(A_ITERS)])
+            a_rt = register_tensor(A_IDX, [max(1, len(A_ITERS) * A_NT)])
+            b_ro = register_tensor(B_IDX, [len(B_ITERS)])
+            b_rt = register_tensor(B_IDX, [max(1, len(B_ITERS) * B_NT)])
+            if A_SPLIT is not None:
+                for it in A_ITERS:
+                    a_ro[it] = split_row(spec.a, A_SPLIT, bz, a_mn0 + it * A_RSTEP, -1)
+                    for j in A_TERMS:
+                        a_rt[it * A_NT + j] = split_row(spec.a, A_SPLIT, bz, a_mn0 + it * A_RSTEP, j)
+            if B_SPLIT is not None:
+                for it in B_ITERS:
+                    b_ro[it] = split_row(spec.b, B_SPLIT, bz, b_mn0 + it * B_RSTEP, -1)
+                    for j in B_TERMS:
+                        b_rt[it * B_NT + j] = split_row(spec.b, B_SPLIT, bz, b_mn0 + it * B_RSTEP, j)
+
             acc = register_tensor(f32, [MT, NT, 4])
             af = register_tensor(dt, [2, MT, A_FRAG])  # fragments of two k-steps: load the next, multiply this one
             bf = register_tensor(dt, [2, NT, B_FRAG])
@@ -322,21 +396,30 @@ def build_script_module(spec: GemmSpec, cfg: MmaConfig, m_bound=None):
                 if nxt < k_tiles:
                     st = nxt % S
                     k0 = k_begin + nxt * BK
-                    # ---- A tile
+                    # ---- A tile (chunk it of this thread: tile row a_r0 + it * A_RSTEP, column a_c0)
+                    a_off = a_base + i64(a_mn0) * A_SMN + i64(k0 + a_k0) * A_SK  # (direct: its first chunk)
                     for it in A_ITERS:
-                        r = tid / A_CPR + it * (THREADS // A_CPR)  # (the chunk tid + it * THREADS)
-                        c8 = tid % A_CPR * CH  # (one column per thread: its k decoded once per tile)
-                        gm = m0 + (r if A_KM else c8)
-                        gk = k0 + (c8 if A_KM else r)
-                        ok = gm < M and gk < k_end
+                        r = a_r0 + it * A_RSTEP
+                        so = a_s0 + it * A_SSTEP if A_SSTEP is not None else a_at(r, a_c0)
                         if A_DIRECT:
-                            off = a_base + i64(gm) * A_SMN + i64(gk) * A_SK
-                            cp_async(~sa[st, a_at(r, c8)], A_PTR + (off if ok else i64(0)), 16, 16 if ok else 0)
-                        elif A_GATHER:  # k-major: c8 runs along k, 8 channels of one window position
+                            ok = all_of(A_FULL or (it * A_RSTEP < a_left if A_KM else a_left > 0),
+                                        FULL_K or k0 + a_k0 + (0 if A_KM else it * A_RSTEP) < k_end)
+                            cp_async(~sa[st, so], A_PTR + (a_off + it * A_STEP), 16, 16 if ok else 0)
+                        elif A_SPLIT is not None:  # k-major: a_c0 runs along k, 8 channels of one window position
+                            gk = k0 + a_k0
+                            ok = all_of(A_FULL or it * A_RSTEP < a_left, FULL_K or gk < k_end,
+                                        split_ok(spec.a, A_SPLIT, a_rt, it, gk))
+                            cp_async(~sa[st, so], A_PTR + i64(split_offset(spec.a, A_SPLIT, a_ro, it, gk)),
+                                     16, 16 if ok else 0)
+                        elif A_GATHER:
+                            gm = m0 + r
+                            gk = k0 + a_c0
                             ok = gm < M and gk < k_end and gather_valid(spec.a, bz, gm, gk)
                             off = gather_offset(spec.a, bz, gm, gk)
-                            cp_async(~sa[st, a_at(r, c8)], A_PTR + (off if ok else i64(0)), 16, 16 if ok else 0)
+                            cp_async(~sa[st, so], A_PTR + (off if ok else i64(0)), 16, 16 if ok else 0)
                         else:
+                            gm = m0 + (r if A_KM else a_c0)
+                            gk = k0 + (a_c0 if A_KM else r)
                             for e in CHS:
                                 v: f32 = 0.0
                                 if A_KM:
@@ -345,22 +428,31 @@ def build_script_module(spec: GemmSpec, cfg: MmaConfig, m_bound=None):
                                 else:
                                     if gk < k_end and gm + e < M:
                                         v = a_value(bz, gm + e, gk)
-                                sa[st, a_at(r, c8, e)] = v
+                                sa[st, a_at(r, a_c0, e)] = v
                     # ---- B tile
+                    b_off = b_base + i64(b_mn0) * B_SMN + i64(k0 + b_k0) * B_SK
                     for it in B_ITERS:
-                        r = tid / B_CPR + it * (THREADS // B_CPR)  # (the chunk tid + it * THREADS)
-                        c8 = tid % B_CPR * CH  # (one column per thread: its k decoded once per tile)
-                        gn = n0 + (r if B_KM else c8)
-                        gk = k0 + (c8 if B_KM else r)
-                        ok = gn < N and gk < k_end
+                        r = b_r0 + it * B_RSTEP
+                        so = b_s0 + it * B_SSTEP if B_SSTEP is not None else b_at(r, b_c0)
                         if B_DIRECT:
-                            off = b_base + i64(gn) * B_SMN + i64(gk) * B_SK
-                            cp_async(~sb[st, b_at(r, c8)], B_PTR + (off if ok else i64(0)), 16, 16 if ok else 0)
+                            ok = all_of(B_FULL or (it * B_RSTEP < b_left if B_KM else b_left > 0),
+                                        FULL_K or k0 + b_k0 + (0 if B_KM else it * B_RSTEP) < k_end)
+                            cp_async(~sb[st, so], B_PTR + (b_off + it * B_STEP), 16, 16 if ok else 0)
+                        elif B_SPLIT is not None:
+                            gk = k0 + b_k0
+                            ok = all_of(B_FULL or it * B_RSTEP < b_left, FULL_K or gk < k_end,
+                                        split_ok(spec.b, B_SPLIT, b_rt, it, gk))
+                            cp_async(~sb[st, so], B_PTR + i64(split_offset(spec.b, B_SPLIT, b_ro, it, gk)),
+                                     16, 16 if ok else 0)
                         elif B_GATHER:
+                            gn = n0 + r
+                            gk = k0 + b_c0
                             ok = gn < N and gk < k_end and gather_valid(spec.b, bz, gn, gk)
                             off = gather_offset(spec.b, bz, gn, gk)
-                            cp_async(~sb[st, b_at(r, c8)], B_PTR + (off if ok else i64(0)), 16, 16 if ok else 0)
+                            cp_async(~sb[st, so], B_PTR + (off if ok else i64(0)), 16, 16 if ok else 0)
                         else:
+                            gn = n0 + (r if B_KM else b_c0)
+                            gk = k0 + (b_c0 if B_KM else r)
                             for e in CHS:
                                 v: f32 = 0.0
                                 if B_KM:
@@ -369,7 +461,7 @@ def build_script_module(spec: GemmSpec, cfg: MmaConfig, m_bound=None):
                                 else:
                                     if gk < k_end and gn + e < N:
                                         v = b_value(bz, gn + e, gk)
-                                sb[st, b_at(r, c8, e)] = v
+                                sb[st, b_at(r, b_c0, e)] = v
                 cp_async_commit_group()
                 if WG:
                     if kt >= 0:

@@ -4,11 +4,13 @@ at (batch, m|n, k), the epilogue at (batch, m, n, accumulator), the flat output 
 (mma.py on CUDA, cpu.py on the CPU) differ only in how they loop."""
 from __future__ import annotations
 
-from typing import Dict
+from dataclasses import dataclass
+from typing import Dict, List, Optional, Tuple
 
 from hidet.ir.dtypes import int64
-from hidet.ir.expr import BufferLoad, Expr, TensorElement, Var, cast, convert
-from hidet.ir.functors import INT32_MAX, merge_divmod, narrow_index, rewrite
+from hidet.ir.expr import (COMPARE_OPS, Binary, BufferLoad, Cast, Constant, Expr, SymbolVar, TensorElement, Var, binary,
+                           cast, convert)
+from hidet.ir.functors import INT32_MAX, collect, merge_divmod, narrow_index, rewrite
 from hidet.ir.schedulers.lowering import flat_index
 from hidet.ir.type import TensorType
 
@@ -20,6 +22,99 @@ def _prod(xs) -> int:
     for x in xs:
         n *= x
     return n
+
+
+@dataclass
+class RowSplit:
+    """A gathered operand's chunk offset and padding predicate at (batch, row, k) split into what depends on the
+    row (m or n) and the batch — constant over the k loop: each thread computes it once per chunk row — and
+    what depends on k — one column per thread, so once per k-tile: ``offset = row_offset + k_offset`` and
+    ``valid = AND(row_terms[i] <op> k_side)`` over ``conds`` ``(i, op, k_side)``. A convolution's offset
+    ``((n*H + oh*s - p + kh)*W + ow*s - p + kw)*C + c`` has the row part ``(n*H + oh*s - p)*W*C + (ow*s - p)*C``;
+    its padding test ``0 <= oh*s - p + kh < H`` is ``oh*s >= p - kh`` and ``oh*s < H + p - kh``. Expressions
+    over (batch vars, row var) and the k var, in the gather's index type."""
+    row_offset: Expr
+    k_offset: Expr
+    row_terms: List[Expr]
+    conds: List[Tuple[int, str, Expr]]
+
+
+def _split_row_k(e: Expr, k_var: Var) -> Optional[Tuple[Optional[Expr], Optional[Expr], int]]:
+    """``e`` (an integer index expression) as ``row + k + c``: parts over variables other than ``k_var`` and over
+    ``k_var`` alone (None for none), and an int; None where a term mixes both (a product or a division of one)."""
+
+    def mixed(x: Expr) -> Optional[bool]:
+        """True: depends on k alone; False: not on k; None: on both."""
+        vs = [v for v in collect(x, Var) if not isinstance(v, SymbolVar)]
+        has_k = any(v is k_var for v in vs)
+        return None if has_k and any(v is not k_var for v in vs) else has_k
+
+    def add(a: Optional[Expr], b: Optional[Expr], sign: int) -> Optional[Expr]:
+        if b is None:
+            return a
+        if a is None:
+            return b if sign > 0 else binary('*', b, -1)
+        return binary('+' if sign > 0 else '-', a, b)
+
+    def scale(x: Optional[Expr], c: int) -> Optional[Expr]:
+        return None if x is None or c == 0 else x if c == 1 else binary('*', x, c)
+
+    def visit(x: Expr):
+        if isinstance(x, Constant) and x.dtype.is_integer():
+            return None, None, int(x.value)
+        if isinstance(x, Cast) and x.dtype.is_integer() and x.a.dtype.is_integer():
+            return visit(x.a)
+        if isinstance(x, Binary) and x.op in ('+', '-'):
+            a, b = visit(x.a), visit(x.b)
+            if a is None or b is None:
+                return None
+            sign = 1 if x.op == '+' else -1
+            return add(a[0], b[0], sign), add(a[1], b[1], sign), a[2] + sign * b[2]
+        if isinstance(x, Binary) and x.op == '*':
+            a, b = visit(x.a), visit(x.b)
+            if a is not None and b is not None:
+                if b[0] is None and b[1] is None:
+                    a, b = b, a
+                if a[0] is None and a[1] is None:  # a constant factor
+                    return scale(b[0], a[2]), scale(b[1], a[2]), b[2] * a[2]
+        kind = mixed(x)
+        if kind is None:
+            return None
+        return (None, x, 0) if kind else (x, None, 0)
+
+    return visit(e)
+
+
+def row_split(offset: Expr, valid: Optional[Expr], k_var: Var) -> Optional[RowSplit]:
+    """The RowSplit of a gather's ``offset`` and ``valid`` (a conjunction of comparisons), or None."""
+    parts = _split_row_k(offset, k_var)
+    if parts is None:
+        return None
+    zero = convert(0, offset.dtype)
+    row, k, c = parts
+    row_offset = binary('+', row, c) if row is not None else convert(c, offset.dtype)
+    k_offset = k if k is not None else zero
+    conds, terms, keys = [], [], {}
+    stack = [] if valid is None else [valid]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, Binary) and x.op == '&&':
+            stack += [x.b, x.a]
+            continue
+        if not (isinstance(x, Binary) and x.op in COMPARE_OPS and x.a.dtype.is_integer() and x.b.dtype.is_integer()):
+            return None
+        parts = _split_row_k(binary('-', x.a, x.b), k_var)  # row + k + c <op> 0  <=>  row <op> -k - c
+        if parts is None:
+            return None
+        row, k, c = parts
+        row = row if row is not None else zero
+        key = repr(row)
+        if key not in keys:
+            keys[key] = len(terms)
+            terms.append(row)
+        side = convert(-c, row.dtype) if k is None else binary('-', convert(-c, k.dtype), k)
+        conds.append((keys[key], x.op, side))
+    return RowSplit(row_offset, k_offset, terms, conds)
 
 
 class GemmValues:
@@ -82,6 +177,28 @@ class GemmValues:
             return convert(True)
         valid = self._at(valid, bz, {self._mn_var(op): gmn, self.spec.k_var: gk})
         return narrow_index(valid) if self._int32_gather(op) else valid
+
+    def gather_row(self, op: Operand, split: RowSplit, bz, gmn) -> Tuple[Expr, List[Expr]]:
+        """A RowSplit's row parts at (batch bz, row gmn): (row offset, the row terms)."""
+        at = self.batch_values(bz)
+        at[self._mn_var(op)] = gmn
+        return self._index(op, self.lower(split.row_offset, at)), [
+            self._index(op, self.lower(t, at)) for t in split.row_terms]
+
+    def gather_k(self, op: Operand, split: RowSplit, gk) -> Tuple[Expr, List[Expr]]:
+        """A RowSplit's k parts at ``gk``: (k offset, the k side of each condition)."""
+        at = {self.spec.k_var: gk}  # (k parts read no input and no batch variable)
+        return self._index(op, self.lower(split.k_offset, at)), [
+            self._index(op, self.lower(side, at)) for _, _, side in split.conds]
+
+    def index_dtype(self, op: Operand):
+        """The type of a gathered operand's index arithmetic."""
+        from hidet.ir.dtypes import int32
+
+        return int32 if self._int32_gather(op) else int64
+
+    def _index(self, op: Operand, e: Expr) -> Expr:
+        return narrow_index(e) if self._int32_gather(op) else e
 
     def _int32_gather(self, op: Operand) -> bool:
         """Whether a gather's index arithmetic fits in int32 (a convolution's: every intermediate value is at
