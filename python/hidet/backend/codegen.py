@@ -14,7 +14,7 @@ from hidet.ir.expr import Binary, BufferLoad, Call, Cast, Constant, Expr, Select
 from hidet.ir.lowlevel import Address, FunctionCall, PrimCall
 from hidet.ir.stmt import (Assign, Break, Continue, Declare, Evaluate, For, Function, If, IRModule, Return, Seq,
                            Stmt, Store, VectorCopy, While)
-from hidet.ir.type import PointerType, TensorType, void
+from hidet.ir.type import PointerType, TensorMapType, TensorType, void
 
 ENTRY_POINT = 'launch'
 
@@ -327,6 +327,8 @@ class CodeGen:
         return f'{self.c_type(t)} {self.name(v)}{init};'
 
     def param(self, p: Var) -> str:
+        if isinstance(p.type, TensorMapType):
+            return f'const __grid_constant__ CUtensorMap {self.name(p)}'
         if isinstance(p.type, TensorType):
             return f'{self.storage_type(p.dtype)}* __restrict__ {self.name(p)}'
         return f'{self.c_type(p.dtype if p.type is None else p.type)} {self.name(p)}'
@@ -438,7 +440,8 @@ def _script_entry(gen: CodeGen, f: Function) -> List[str]:
     from hidet.ir.expr import convert
 
     scalars = [p for p in f.params if p.type is None]
-    nb, nd = len(f.params) - len(scalars), len(scalars)
+    maps = [p for p in f.params if isinstance(p.type, TensorMapType)]
+    nb, nd = len(f.params) - len(scalars) - len(maps), len(scalars)
     lines = [f'HIDET_KERNEL_EXPORT int32_t {f.name}(void* const* buffers, int32_t num_buffers, '
              'const int64_t* dims, int32_t num_dims, void* stream) {',
              f'  if (num_buffers != {nb} || num_dims != {nd})',
@@ -447,13 +450,16 @@ def _script_entry(gen: CodeGen, f: Function) -> List[str]:
     for i, p in enumerate(scalars):
         ct = compute_type(p.dtype)
         lines.append(f'  {ct} {gen.name(p)} = hidet::lang::from_dim<{ct}>(dims[{i}]);')
-    args, b = [], 0
+    args, b, buffer_of = [], 0, {}
     for p in f.params:
-        if p.type is None:
+        if p.type is None or isinstance(p.type, TensorMapType):
             args.append(gen.name(p))
         else:
             args.append(f'({gen.c_type(p.type)})buffers[{b}]')
+            buffer_of[id(p)] = b
             b += 1
+    for p in maps:
+        lines += _tensor_map_lines(gen, f, p, buffer_of)
     call_args = ', '.join(args + gen.divisor_args(f))
     if f.kind == 'cpu_kernel':
         return lines + [f'  hidet_script::{f.name}({call_args});', '  return 0;', '}', '']
@@ -475,6 +481,31 @@ def _script_entry(gen: CodeGen, f: Function) -> List[str]:
         '  if (cudaError_t err = cudaGetLastError(); err != cudaSuccess)',
         f'    return hidet::fail(std::string("{f.name}: launch failed: ") + cudaGetErrorString(err));',
         '  return 0;', '}', '']
+
+
+def _tensor_map_lines(gen: CodeGen, f: Function, p: Var, buffer_of) -> List[str]:
+    """Lines of a launch entry building the tensor map of kernel parameter ``p`` (TensorMapType) over its
+    tensor's buffer."""
+    from hidet.ir.expr import convert
+
+    t: TensorMapType = p.type
+    if id(t.tensor) not in buffer_of:
+        raise ValueError(f'{f.name}: the tensor map {p.name} is over {t.tensor.name}, not a tensor parameter')
+
+    def values(xs, ctype) -> str:
+        return ', '.join(f'({ctype})({gen.expr(convert(x))})' for x in xs)
+
+    name, elem = gen.name(p), gen.storage_type(t.dtype)
+    base = f'(const {elem}*)buffers[{buffer_of[id(t.tensor)]}] + ({gen.expr(convert(t.offset))})'
+    return [f'  CUtensorMap {name};',
+            '  {',
+            f'    const uint64_t dims_[] = {{{values(t.dims, "uint64_t")}}};',
+            f'    const uint64_t strides_[] = {{{values(t.strides, "uint64_t")}}};',
+            f'    const uint32_t box_[] = {{{values(t.box, "uint32_t")}}};',
+            f'    std::string err = hidet::lang::make_tensor_map<{elem}>(&{name}, {base}, {len(t.dims)}, dims_, '
+            'strides_, box_);',
+            f'    if (!err.empty()) return hidet::fail("{f.name}: tensor map {p.name}: " + err);',
+            '  }']
 
 
 def forwarding_launch(label: str, kernel: str, num_buffers: int, num_dims: int = 0) -> List[str]:

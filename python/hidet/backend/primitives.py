@@ -42,6 +42,13 @@ PRIMITIVES: Dict[str, tuple] = {
     'cuda_wgmma_commit_group': (('cuda',), 'hidet::lang::wgmma_commit_group()'),
     'cuda_wgmma_wait_group': (('cuda',), 'hidet::lang::wgmma_wait_group<{n}>()'),
     'cuda_fence_proxy_async': (('cuda',), 'hidet::lang::fence_proxy_async()'),
+    'cuda_mbarrier_init': (('cuda',), 'hidet::lang::mbarrier_init((uint64_t*)({0}), (int)({1}))'),
+    'cuda_fence_mbarrier_init': (('cuda',), 'hidet::lang::fence_mbarrier_init()'),
+    'cuda_mbarrier_arrive': (('cuda',), 'hidet::lang::mbarrier_arrive((uint64_t*)({0}))'),
+    'cuda_mbarrier_arrive_expect_tx': (('cuda',), 'hidet::lang::mbarrier_arrive_expect_tx((uint64_t*)({0}), (int)({1}))'),
+    'cuda_mbarrier_wait': (('cuda',), 'hidet::lang::mbarrier_wait((uint64_t*)({0}), (int)({1}))'),
+    'cuda_tma_load_2d': (('cuda',), 'hidet::lang::tma_load({0}, &{1}, (uint64_t*)({2}), {3}, {4})'),
+    'cuda_tma_load_3d': (('cuda',), 'hidet::lang::tma_load({0}, &{1}, (uint64_t*)({2}), {3}, {4}, {5})'),
     'reinterpret_pointer': (('cuda', 'cpu'), '(({T}*)({0}))'),
 }
 for _builtin in ('threadIdx', 'blockIdx', 'blockDim', 'gridDim'):

@@ -6,6 +6,8 @@
   in CUDA shared memory, ``'register'`` in a thread's registers (a local array). Elements are read and
   written at flat row-major indices (``BufferLoad`` / ``Store``); the shape may hold expressions of
   scalar parameters for ``'pointer'`` tensors, and must be constant elsewhere.
+- ``TensorMapType``: a TMA tensor map (CUDA sm_90) over a tensor parameter of a kernel: a kernel parameter
+  passed by value (``const __grid_constant__ CUtensorMap``), built by the kernel's launch entry.
 - ``void``: the type of functions and intrinsics that return nothing.
 
 A ``Var`` carries one of these as ``var.type`` (``None`` for a scalar of ``var.dtype``); its ``dtype`` is
@@ -64,7 +66,28 @@ class TensorType:
         return f'{self.dtype!r}{list(self.shape)}@{self.scope}'
 
 
-Type = Union[DataType, PointerType, TensorType]
+class TensorMapType:
+    """A TMA tensor map over kernel parameter ``tensor`` (a Var of TensorType): ``dims`` (innermost first) of
+    ``tensor.dtype`` elements from element ``offset``, ``strides`` the byte strides of dims 1.. (multiples of 16),
+    copied in boxes of ``box`` elements with the 128-byte swizzle. Sizes are ints or expressions of the
+    kernel's scalar parameters."""
+
+    def __init__(self, tensor, dims: Sequence, strides: Sequence, box: Sequence[int], offset=0):
+        if not 2 <= len(dims) <= 3 or len(strides) != len(dims) - 1 or len(box) != len(dims):
+            raise ValueError(f'a tensor map has 2 or 3 dims with a stride each but the first and a box size each, got '
+                             f'dims {list(dims)}, strides {list(strides)}, box {list(box)}')
+        self.tensor, self.offset = tensor, offset
+        self.dims, self.strides, self.box = tuple(dims), tuple(strides), tuple(box)
+
+    @property
+    def dtype(self) -> DataType:
+        return self.tensor.type.dtype
+
+    def __repr__(self) -> str:
+        return f'TensorMap({self.tensor.name}, dims={list(self.dims)}, box={list(self.box)})'
+
+
+Type = Union[DataType, PointerType, TensorType, TensorMapType]
 
 
 def tensor_type(dtype, shape, scope: str = 'pointer') -> TensorType:

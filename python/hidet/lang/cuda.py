@@ -1,6 +1,7 @@
 """CUDA for Hidet Script: thread indices, barriers, warp shuffles, atomics, shared / register / dynamic
 shared memory, cp.async, ldmatrix and mma.sync (m16n8k16 with f16/bf16 inputs, m16n8k8 with f32 inputs rounded
-to TF32; f32 accumulators), and on sm_90a wgmma (m64nNk16 from shared memory).
+to TF32; f32 accumulators), and on sm_90a wgmma (m64nNk16 from shared memory), mbarriers and TMA copies of
+tensor maps (hidet.ir.type.TensorMapType kernel parameters).
 
 Pointers are written ``~a[i, j]`` (the address of an element); a tensor stands for its first element.
 The C++ side is cpp/include/hidet/kernel/lang.h; the C spellings are in hidet/backend/primitives.py.
@@ -10,7 +11,7 @@ from __future__ import annotations
 from hidet.ir.dtypes import data_type, int32
 from hidet.ir.expr import Expr, cast, convert
 from hidet.ir.lowlevel import PrimCall
-from hidet.ir.type import PointerType, is_scalar, void
+from hidet.ir.type import PointerType, TensorMapType, is_scalar, type_of, void
 
 from .constructs import as_pointer, describe, pointee, register_tensor, shared_tensor
 
@@ -20,7 +21,8 @@ __all__ = ['threadIdx', 'blockIdx', 'blockDim', 'gridDim', 'warp_size', 'syncthr
            'atomic_sub', 'atomic_max', 'atomic_min', 'atomic_exchange', 'atomic_cas', 'shared_tensor',
            'register_tensor', 'dynamic_shared_memory', 'cp_async', 'cp_async_commit_group', 'cp_async_wait_group',
            'cp_async_wait_all', 'ldmatrix', 'mma_sync', 'wgmma', 'wgmma_fence', 'wgmma_commit_group',
-           'wgmma_wait_group', 'fence_proxy_async']
+           'wgmma_wait_group', 'fence_proxy_async', 'mbarrier_init', 'fence_mbarrier_init', 'mbarrier_arrive',
+           'mbarrier_arrive_expect_tx', 'mbarrier_wait', 'tma_load']
 
 warp_size = 32
 FULL_MASK = 0xFFFFFFFF
@@ -292,3 +294,50 @@ def wgmma_wait_group(n: int):
 def fence_proxy_async():
     """Make this thread's writes to shared memory visible to wgmma (the async proxy) after a barrier."""
     return PrimCall('cuda_fence_proxy_async', [], void)
+
+
+def _barrier(bar, what: str):
+    bar = as_pointer(bar, what)
+    if pointee(bar).name != 'int64':
+        raise TypeError(f'{what} must point to an mbarrier (an int64 of shared memory), got {pointee(bar)}')
+    return bar
+
+
+def mbarrier_init(bar, count):
+    """Initialize the mbarrier at ``bar`` (an int64 of shared memory, e.g. of ``shared_tensor(i64, [n])``) for ``count`` arrivals per phase (one thread, before a
+    ``fence_mbarrier_init()`` and a block barrier)."""
+    return PrimCall('cuda_mbarrier_init', [_barrier(bar, 'mbarrier_init: bar'), _scalar(count, 'the count')], void)
+
+
+def fence_mbarrier_init():
+    """Make mbarrier initializations visible to TMA (the async proxy); a block barrier follows."""
+    return PrimCall('cuda_fence_mbarrier_init', [], void)
+
+
+def mbarrier_arrive(bar):
+    return PrimCall('cuda_mbarrier_arrive', [_barrier(bar, 'mbarrier_arrive: bar')], void)
+
+
+def mbarrier_arrive_expect_tx(bar, nbytes):
+    """Arrive at ``bar`` announcing ``nbytes`` more bytes of TMA copies that complete this phase."""
+    return PrimCall('cuda_mbarrier_arrive_expect_tx', [_barrier(bar, 'mbarrier_arrive_expect_tx: bar'),
+                                                      _scalar(nbytes, 'the byte count')], void)
+
+
+def mbarrier_wait(bar, phase):
+    """Wait until the phase of parity ``phase`` of ``bar`` completes (its n-th phase has parity n % 2)."""
+    return PrimCall('cuda_mbarrier_wait', [_barrier(bar, 'mbarrier_wait: bar'), _scalar(phase, 'the phase')], void)
+
+
+def tma_load(dst, tensor_map, bar, *coords):
+    """Copy the box of ``tensor_map`` (a TensorMapType kernel parameter) at element coordinates ``coords``
+    (innermost first, one per dim) to shared ``dst`` (1024-byte aligned: the 128-byte swizzle), completing
+    ``bar``'s transaction bytes (sm_90). Elements outside the tensor are zeros."""
+    t = type_of(tensor_map)
+    if not isinstance(t, TensorMapType):
+        raise TypeError(f'tma_load: tensor_map must be a tensor-map kernel parameter, got {describe(tensor_map)}')
+    if len(coords) != len(t.dims):
+        raise TypeError(f'tma_load: the tensor map has {len(t.dims)} dims, got {len(coords)} coordinates')
+    args = [as_pointer(dst, 'tma_load: dst'), tensor_map, _barrier(bar, 'tma_load: bar')]
+    args += [cast(_scalar(c, 'a coordinate'), 'int32') for c in coords]
+    return PrimCall(f'cuda_tma_load_{len(coords)}d', args, void)

@@ -4,6 +4,7 @@ compiled and checked against torch.matmul on the GPU (`cuda` marker)."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 import math
 import os
 import re
@@ -231,6 +232,14 @@ def test_config_checks():
     assert 'stages' in check_config(spec, MmaConfig(128, 128, 32, 64, 64, 1))
     assert 'shared memory' in check_config(spec, MmaConfig(256, 256, 64, 64, 128, 8))
     assert 'k splits' in check_config(spec, MmaConfig(128, 128, 64, 64, 64, 3, 8))
+    # TMA: wgmma configs over operands read straight from aligned rows
+    assert check_config(spec, MmaConfig(128, 128, 64, 64, 128, 4, 1, True, True)) == ''
+    assert 'wgmma' in check_config(spec, MmaConfig(128, 128, 32, 64, 64, 3, tma=True))
+    conv = ops.conv2d_channels_last(hidet.symbol([2, 8, 8, 64], 'float16', 'cuda'),
+                                    hidet.symbol([64, 3, 3, 64], 'float16', 'cuda'), padding=1).trace[0].task
+    assert 'gathered' in check_config(match_gemm(conv, fold_k=True), MmaConfig(64, 64, 64, 64, 64, 4, 1, True, True))
+    odd = match_gemm(matmul_task([256, 250], [250, 256]))  # rows of 250 elements: not 16-byte aligned
+    assert 'aligned' in check_config(odd, MmaConfig(128, 128, 64, 64, 128, 4, 1, True, True))
 
 
 # ---------------------------------------------------------------------------------------------- tuning cache
@@ -337,7 +346,8 @@ def test_sources_compile_with_nvcc():
 
 def test_wgmma_sources_compile_with_nvcc():
     """sm_90: large GEMMs default to wgmma configs; one per warpgroup tile width, every operand layout (A and B
-    k- or m/n-major, computed, gathered by a convolution), float16 and bfloat16, split-k, compile for sm_90a."""
+    k- or m/n-major, computed, gathered by a convolution), float16 and bfloat16, split-k, and TMA twins (the
+    launch entry building the tensor maps), compile for sm_90a."""
     _nvcc_or_skip()
     from hidet.backend.cache import build_libraries
 
@@ -353,6 +363,7 @@ def test_wgmma_sources_compile_with_nvcc():
         (fused_tasks(lambda x, w: ops.conv2d(x, w, padding=1),
                      ([2, 64, 14, 14], 'float16'), ([64, 64, 3, 3], 'float16'))[-1], None),
     ]
+    tasks_cfgs += [(task, replace(cfg, tma=True)) for task, cfg in tasks_cfgs[:3]]  # TMA: plain, split-k, batched
     with hidet.option.context(cuda_arch='sm_90'):
         assert default_config(match_gemm(plain), wgmma=True).wgmma
         sources = []
@@ -363,6 +374,7 @@ def test_wgmma_sources_compile_with_nvcc():
             assert cfg.wgmma and not template.check(cfg), (cfg.name(), template.check(cfg))
             sources.append(template.source(cfg))
             assert 'hidet::lang::wgmma_m64k16<' in sources[-1] and 'dynamic_smem_aligned<1024>' in sources[-1]
+            assert ('hidet::lang::tma_load(' in sources[-1] and 'make_tensor_map' in sources[-1]) == cfg.tma
         paths = build_libraries([(s, 'cuda', 'matmul-template-test') for s in sources])
     assert all(os.path.exists(p) for p in paths)
 
@@ -468,7 +480,7 @@ def test_every_candidate(mnk, dtype, level):
 @pytest.mark.cuda
 def test_every_tile_shape_with_computed_and_transposed_operands():
     """Odd K (computed loads), A transposed (m-contiguous), B transposed (k-contiguous), batched; on sm_90 the
-    wgmma tiles too."""
+    wgmma tiles too, copied by cp.async and (aligned operands: TMA boxes of 3-D tensor maps here) by TMA."""
     from hidet.graph.ops.matmul_templates.space import LARGE_SHAPES, SMALL_SHAPES, WG_SHAPES
 
     def cfgs(spec_task):
@@ -476,8 +488,8 @@ def test_every_tile_shape_with_computed_and_transposed_operands():
         out = [MmaConfig(bm, bn, 64 if bm <= 32 else 32, wm, wn, 3, s) for bm, bn, wm, wn in SMALL_SHAPES + LARGE_SHAPES
                for s in (1, 2)]
         if find_matmul_template(spec_task, 'cuda').wgmma:
-            out += [MmaConfig(bm, bn, 64, 64, wn, st, s, True) for bm, bn, wn in WG_SHAPES
-                    for st, s in ((3, 1), (4, 2))]
+            out += [MmaConfig(bm, bn, 64, 64, wn, st, s, True, tma) for bm, bn, wn in WG_SHAPES
+                    for st, s in ((3, 1), (4, 2)) for tma in (False, True)]
         return [c for c in out if not check_config(spec, c)]
 
     task = matmul_task([100, 30], [30, 70])

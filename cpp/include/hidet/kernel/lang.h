@@ -1,11 +1,14 @@
 // Support code for kernel libraries written in Hidet Script (python/hidet/lang): scalar parameters read
 // from the kernel ABI's `dims`, and on CUDA the intrinsics of hidet.lang.cuda (shuffles, atomics,
-// dynamic shared memory, cp.async, ldmatrix, mma.sync, wgmma) as inline functions over inline PTX.
+// dynamic shared memory, cp.async, ldmatrix, mma.sync, wgmma, mbarriers and TMA) as inline functions over inline
+// PTX, and the host side of TMA: tensor maps built by a kernel's launch entry.
 #pragma once
 
 #include <cstring>
 
 #ifdef __CUDACC__
+#include <cudaTypedefs.h>
+
 #include "hidet/kernel/cuda.h"
 #include "hidet/kernel/wgmma.h"
 #else
@@ -234,6 +237,86 @@ __device__ __forceinline__ void wgmma_m64k16(float* d, const T* a, const T* b, i
   } else {
     if constexpr (F16) wgmma_m64n256k16_f16<TA, TB>(d, da, db, accumulate); else wgmma_m64n256k16_bf16<TA, TB>(d, da, db, accumulate);
   }
+}
+
+// ---- mbarriers (sm_90): a shared 64-bit barrier completes a phase when `count` threads have arrived and the
+// transaction bytes they announced (expect_tx) have landed (TMA copies complete them)
+__device__ __forceinline__ void mbarrier_init(uint64_t* bar, int count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(shared_address(bar)), "r"(count) : "memory");
+}
+// Barrier initializations become visible to the async proxy (TMA) once a block barrier follows.
+__device__ __forceinline__ void fence_mbarrier_init() {
+  asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+}
+__device__ __forceinline__ void mbarrier_arrive_expect_tx(uint64_t* bar, int bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(shared_address(bar)), "r"(bytes)
+               : "memory");
+}
+__device__ __forceinline__ void mbarrier_arrive(uint64_t* bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(shared_address(bar)) : "memory");
+}
+// Wait until the phase of parity `phase` (0, 1, 0, ...: the barrier's n-th use waits for parity n % 2) completes.
+__device__ __forceinline__ void mbarrier_wait(uint64_t* bar, int phase) {
+  asm volatile(
+      "{\n.reg .pred done;\nhidet_mbarrier_wait:\n"
+      "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
+      "@!done bra hidet_mbarrier_wait;\n}\n" ::"r"(shared_address(bar)),
+      "r"(phase)
+      : "memory");
+}
+
+// ---- TMA (sm_90): copy a box of a tensor map (a __grid_constant__ kernel parameter) at element coordinates
+// (innermost first) into shared memory, completing `bar`'s transaction bytes; elements outside the tensor are 0.
+__device__ __forceinline__ void tma_load(void* dst, const CUtensorMap* map, uint64_t* bar, int c0, int c1) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4}], [%2];\n"
+      ::"r"(shared_address(dst)), "l"(reinterpret_cast<uint64_t>(map)), "r"(shared_address(bar)), "r"(c0), "r"(c1)
+      : "memory");
+}
+__device__ __forceinline__ void tma_load(void* dst, const CUtensorMap* map, uint64_t* bar, int c0, int c1, int c2) {
+  asm volatile(
+      "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4, %5}], "
+      "[%2];\n" ::"r"(shared_address(dst)), "l"(reinterpret_cast<uint64_t>(map)), "r"(shared_address(bar)), "r"(c0),
+      "r"(c1), "r"(c2)
+      : "memory");
+}
+
+// Host: the driver's cuTensorMapEncodeTiled (through the runtime, so libraries need no -lcuda), or null.
+inline PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder() {
+  static const PFN_cuTensorMapEncodeTiled_v12000 fn = [] {
+    void* p = nullptr;
+    cudaDriverEntryPointQueryResult found;
+#if CUDART_VERSION >= 12050
+    cudaError_t err = cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &p, 12000, cudaEnableDefault, &found);
+#else
+    cudaError_t err = cudaGetDriverEntryPoint("cuTensorMapEncodeTiled", &p, cudaEnableDefault, &found);
+#endif
+    return err == cudaSuccess && found == cudaDriverEntryPointSuccess
+               ? reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(p)
+               : nullptr;
+  }();
+  return fn;
+}
+
+template <typename T>
+constexpr CUtensorMapDataType tensor_map_dtype() {
+  static_assert(sizeof(T) == 2, "tensor maps of 16-bit floats");
+  return std::is_same<T, __nv_bfloat16>::value ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
+}
+
+// Host: a tensor map of `rank` dims (innermost first; strides in bytes of dims 1.., multiples of 16) over
+// `base` (16-byte aligned), copied in boxes of `box` elements with the 128-byte swizzle (wgmma's tiles:
+// a box row of 128 bytes). Returns an error message, or "" on success.
+template <typename T>
+inline std::string make_tensor_map(CUtensorMap* map, const void* base, int rank, const uint64_t* dims,
+                                   const uint64_t* strides, const uint32_t* box) {
+  PFN_cuTensorMapEncodeTiled_v12000 encode = tensor_map_encoder();
+  if (encode == nullptr) return "the CUDA driver has no cuTensorMapEncodeTiled (TMA needs CUDA 12 and an sm_90 GPU)";
+  const uint32_t ones[3] = {1, 1, 1};
+  CUresult r = encode(map, tensor_map_dtype<T>(), rank, const_cast<void*>(base), dims, strides, box, ones,
+                      CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
+                      CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  return r == CUDA_SUCCESS ? std::string() : "cuTensorMapEncodeTiled failed with CUresult " + std::to_string(int(r));
 }
 
 #endif  // __CUDACC__

@@ -45,6 +45,7 @@ class MmaConfig:
     stages: int
     split_k: int = 1
     wgmma: bool = False  # sm_90: warpgroups of 64 x wn (wm = 64) with wgmma instead of warps with mma.sync
+    tma: bool = False  # (wgmma) tiles copied by TMA (one thread per block) instead of every thread's cp.async
 
     @property
     def warps(self) -> int:
@@ -57,7 +58,8 @@ class MmaConfig:
     def name(self) -> str:
         s = f'_s{self.split_k}' if self.split_k > 1 else ''
         g = '_wg' if self.wgmma else ''
-        return f'{self.bm}x{self.bn}x{self.bk}_w{self.wm}x{self.wn}_p{self.stages}{s}{g}'
+        t = '_tma' if self.tma else ''
+        return f'{self.bm}x{self.bn}x{self.bk}_w{self.wm}x{self.wn}_p{self.stages}{s}{g}{t}'
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -148,6 +150,12 @@ def check_config(spec: GemmSpec, cfg: MmaConfig) -> str:
             return 'a wgmma config has 1 or 2 warpgroups'
         if c.stages < 3:
             return 'a wgmma config has at least 3 stages (one wgmma group stays in flight)'
+        if c.tma:
+            why = tma_unsupported(spec)
+            if why:
+                return why
+    elif c.tma:
+        return 'TMA configs are wgmma configs'
     elif c.bm % c.wm or c.bn % c.wn or c.wm % 16 or c.wn % 16 or c.bk % 16:
         return 'tiles must be multiples of the warp tiles (m16, n16, k16)'
     if not 1 <= c.warps <= 8:
@@ -176,6 +184,41 @@ def check_config(spec: GemmSpec, cfg: MmaConfig) -> str:
     return ''
 
 
+def tma_unsupported(spec: GemmSpec) -> str:
+    """Why TMA cannot copy the operands of ``spec`` ('' when it can): both read straight from 16-byte aligned
+    rows (direct), static sizes, at most one batch dimension."""
+    if not (spec.a.vector_ok and spec.b.vector_ok):
+        return 'TMA copies operands read straight from aligned rows of an input (not gathered or computed)'
+    if spec.task.symbols():
+        return 'TMA configs need static sizes'
+    if len(spec.batch_vars) > 1:
+        return 'TMA configs take at most one batch dimension'
+    return ''
+
+
+def _tensor_map(values: GemmValues, op, mn: int, rows: int):
+    """The TMA tensor map of direct operand ``op`` (``mn`` its m or n size, ``rows`` its tile's m or n rows):
+    k-major, boxes of [rows][64 k]; m/n-major, boxes of [64 k][64 m/n] (one per 64 of the tile's m/n); a batch
+    dimension where the operand moves along the batch. Its boxes land in the 128-byte swizzled layout of
+    ``tile_offset``."""
+    from hidet.ir.type import TensorMapType
+
+    spec = values.spec
+    pos, index = op.direct
+    tensor = values.ins[pos]
+    nbytes = spec.mma_dtype.nbytes
+    smn = index.coeff(spec.m_var if op is spec.a else spec.n_var)
+    sk = index.coeff(spec.k_var)
+    if op.k_major:
+        dims, strides, box = [spec.k, mn], [smn * nbytes], [WG_BK, rows]
+    else:
+        dims, strides, box = [mn, spec.k], [sk * nbytes], [64, WG_BK]
+    sb = index.coeff(spec.batch_vars[0]) if spec.batch_vars else 0
+    if sb:
+        dims, strides, box = dims + [spec.batch], strides + [sb * nbytes], box + [1]
+    return TensorMapType(tensor, dims, strides, box, index.offset), bool(sb)
+
+
 def vector_width(spec: GemmSpec) -> int:
     """Output elements per thread in the epilogue (8 bytes)."""
     return 8 // spec.out_dtype.nbytes if spec.out_dtype.nbytes <= 8 else 1
@@ -195,13 +238,14 @@ def build_script_module(spec: GemmSpec, cfg: MmaConfig, m_bound=None):
     the workspace and the tile counters, then the task's symbolic dimensions (scalars, in the order of the
     kernel ABI's dims). A symbolic m runs in grids computed from the dims; ``m_bound`` (the largest m of the
     range this kernel serves) is what split-k is checked at."""
-    from hidet.ir.expr import BufferLoad, SymbolVar, binary
+    from hidet.ir.expr import BufferLoad, SymbolVar, Var, binary
     import hidet
     from hidet.lang import attr, cast as lcast, f32, i32, i64, register_tensor, view
     from hidet.lang.cuda import (atomic_add, blockIdx, cp_async, cp_async_commit_group, cp_async_wait_all,
-                                 cp_async_wait_group, dynamic_shared_memory, fence_proxy_async, ldmatrix, mma_sync,
-                                 shared_tensor, syncthreads, threadfence, threadIdx, wgmma, wgmma_commit_group,
-                                 wgmma_fence, wgmma_wait_group)
+                                 cp_async_wait_group, dynamic_shared_memory, fence_mbarrier_init, fence_proxy_async,
+                                 ldmatrix, mbarrier_arrive_expect_tx, mbarrier_init, mbarrier_wait, mma_sync,
+                                 shared_tensor, syncthreads, threadfence, threadIdx, tma_load, wgmma,
+                                 wgmma_commit_group, wgmma_fence, wgmma_wait_group)
 
     why = check_config(spec if m_bound is None else _at_m(spec, m_bound), cfg)
     if why:
@@ -240,8 +284,8 @@ def build_script_module(spec: GemmSpec, cfg: MmaConfig, m_bound=None):
     # 16-byte chunks of a stage tile, in its shared layout: rows x (cols / CH)
     A_CPR = (BK if A_KM else BM) // CH
     B_CPR = (BK if B_KM else BN) // CH
-    A_ITERS = list(range(BM * BK // CH // THREADS))
-    B_ITERS = list(range(BN * BK // CH // THREADS))
+    A_ITERS = [] if cfg.tma else list(range(BM * BK // CH // THREADS))  # (TMA: no per-thread copies)
+    B_ITERS = [] if cfg.tma else list(range(BN * BK // CH // THREADS))
     A_RSTEP, B_RSTEP = THREADS // A_CPR, THREADS // B_CPR  # tile rows between a thread's chunks
     FULL_K = isinstance(K, int) and K % BK == 0  # every k-tile whole (a split's k is a multiple of BK)
     A_FULL = isinstance(M, int) and M % BM == 0  # every tile's rows inside the operand: no test
@@ -298,6 +342,21 @@ def build_script_module(spec: GemmSpec, cfg: MmaConfig, m_bound=None):
     def split_offset(op, split, ro, it, gk):
         return BufferLoad(ro, it, ro.type.dtype) + values.gather_k(op, split, gk)[0]
 
+    TMA = cfg.tma  # (wgmma) thread 0 copies a stage's tiles with TMA; the block waits on the stage's mbarrier
+    STAGE_BYTES = (BM + BN) * BK * dt.nbytes
+    MAPS, A_MAP, B_MAP, A_BOXES, B_BOXES, A_3D, B_3D = [], None, None, [], [], False, False
+    if TMA:
+        (a_map_type, A_3D), (b_map_type, B_3D) = _tensor_map(values, spec.a, M, BM), _tensor_map(values, spec.b, N, BN)
+        A_MAP, B_MAP = Var('tmap_a', dt, type=a_map_type), Var('tmap_b', dt, type=b_map_type)
+        MAPS = [A_MAP, B_MAP]
+        # (box, its m/n offset in the tile, its element offset in the stage): one box, or one per 64 of m/n
+        A_BOXES = [(0, 0)] if A_KM else [(j * 64, j * 64 * BK) for j in range(BM // 64)]
+        B_BOXES = [(0, 0)] if B_KM else [(j * 64, j * 64 * BK) for j in range(BN // 64)]
+
+    def tma_copy(tmap, batched, k_major, dst, bar, mn, k, bz):
+        coords = [k, mn] if k_major else [mn, k]
+        return tma_load(dst, tmap, bar, *(coords + [bz] if batched else coords))
+
     name = kernel_name(spec, cfg)
 
     def warp_m0(warp):
@@ -316,7 +375,14 @@ def build_script_module(spec: GemmSpec, cfg: MmaConfig, m_bound=None):
             sa = view(dynamic_shared_memory(0, dt, ALIGN), dt[A_SHAPE])
             sb = view(dynamic_shared_memory(A_BYTES, dt, ALIGN), dt[B_SHAPE])
             flag = shared_tensor(i32, [1])
+            bars = shared_tensor(i64, [S])  # TMA: a stage's tiles have landed
             tid = threadIdx.x
+            if TMA:
+                if tid == 0:
+                    for s in range(S):
+                        mbarrier_init(~bars[s], 1)
+                    fence_mbarrier_init()
+                syncthreads()
             lane = tid % 32
             warp = tid / 32
             fg = lane / 4  # the lane's group and index in it, in the mma fragment layouts
@@ -361,9 +427,9 @@ def build_script_module(spec: GemmSpec, cfg: MmaConfig, m_bound=None):
             a_s0 = a_at(a_r0, a_c0)  # the shared offset of its first chunk in a stage (the others: + it * SSTEP)
             b_s0 = b_at(b_r0, b_c0)
             # gathered operands: the row parts of each chunk's offset and padding tests, once (see RowSplit)
-            a_ro = register_tensor(A_IDX, [len(A_ITERS)])
+            a_ro = register_tensor(A_IDX, [max(1, len(A_ITERS))])
             a_rt = register_tensor(A_IDX, [max(1, len(A_ITERS) * A_NT)])
-            b_ro = register_tensor(B_IDX, [len(B_ITERS)])
+            b_ro = register_tensor(B_IDX, [max(1, len(B_ITERS))])
             b_rt = register_tensor(B_IDX, [max(1, len(B_ITERS) * B_NT)])
             if A_SPLIT is not None:
                 for it in A_ITERS:
@@ -389,8 +455,11 @@ def build_script_module(spec: GemmSpec, cfg: MmaConfig, m_bound=None):
                     if kt >= 0:
                         # tile kt has landed (the copies of every thread: fence and barrier), and every
                         # warpgroup is done with tile kt - 2, whose stage the copies below refill
-                        cp_async_wait_group(S - 3)
-                        fence_proxy_async()
+                        if TMA:
+                            mbarrier_wait(~bars[kt % S], (kt / S) % 2)
+                        else:
+                            cp_async_wait_group(S - 3)
+                            fence_proxy_async()
                         syncthreads()
                         # the tensor cores start on tile kt while the threads issue the copies of tile kt + S - 2
                         wgmma_fence()
@@ -402,6 +471,13 @@ def build_script_module(spec: GemmSpec, cfg: MmaConfig, m_bound=None):
                 if nxt < k_tiles:
                     st = nxt % S
                     k0 = k_begin + nxt * BK
+                    if TMA:
+                        if tid == 0:
+                            mbarrier_arrive_expect_tx(~bars[st], STAGE_BYTES)
+                            for dmn, so in A_BOXES:
+                                tma_copy(A_MAP, A_3D, A_KM, ~sa[st, so], ~bars[st], m0 + dmn, k0, bz)
+                            for dmn, so in B_BOXES:
+                                tma_copy(B_MAP, B_3D, B_KM, ~sb[st, so], ~bars[st], n0 + dmn, k0, bz)
                     # ---- A tile (chunk it of this thread: tile row a_r0 + it * A_RSTEP, column a_c0)
                     a_off = a_base + i64(a_mn0) * A_SMN + i64(k0 + a_k0) * A_SK  # (direct: its first chunk)
                     for it in A_ITERS:
@@ -603,7 +679,7 @@ def build_script_module(spec: GemmSpec, cfg: MmaConfig, m_bound=None):
 
     kernel = module.functions[-1]
     kernel.params[:0] = ins + [out]
-    kernel.params += [SymbolVar(name) for name in spec.task.symbols()]
+    kernel.params += [SymbolVar(name) for name in spec.task.symbols()] + MAPS
     return module
 
 

@@ -6,11 +6,12 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import List, Tuple
 
-from .mma import MAX_SMEM, WG_BK, MmaConfig, check_config, smem_bytes, tiles
+from .mma import MAX_SMEM, WG_BK, MmaConfig, check_config, smem_bytes, tiles, tma_unsupported
 from .spec import GemmSpec
 
 LEVEL1_MAX, LEVEL2_MAX = 8, 40
-LEVEL2_WG_MAX = 24  # (wgmma spaces: see _wgmma_space)
+LEVEL2_WG_MAX = 24  # (wgmma spaces: see _wgmma_space; plus the TMA twins of operands TMA can copy)
+LEVEL1_TMA = 4
 DEFAULT_SMS = 132  # an H100 SXM; the GPU's own count when one is visible
 
 # (BM, BN, WM, WN): block tile and warp tile
@@ -200,8 +201,9 @@ def _wgmma_space(spec: GemmSpec, level: int, sms: int, first: MmaConfig, wg_shap
     tile shape at its default depth; level 2: depths 3, 6 and 4, at the default split, half and twice it."""
     cfgs = [first] + [wg_config(spec, bm, bn, wn, sms) for bm, bn, wn in wg_shapes]
     cfgs = _valid(spec, cfgs)[:LEVEL1_MAX]
+    tma = not tma_unsupported(spec)  # then each config has a TMA twin
     if level == 1:
-        return cfgs
+        return _valid(spec, cfgs + [replace(c, tma=True) for c in cfgs[:LEVEL1_TMA]]) if tma else cfgs
     for stages in (3, 6, 4):
         for bm, bn, wn in wg_shapes:
             split = default_split(spec, bm, bn, WG_BK, sms)
@@ -209,7 +211,8 @@ def _wgmma_space(spec: GemmSpec, level: int, sms: int, first: MmaConfig, wg_shap
             for s in sorted({split, max(1, split // 2), split * 2}):
                 if _k_tiles(spec, WG_BK) // s >= 4:
                     cfgs.append(MmaConfig(bm, bn, WG_BK, 64, wn, stages, s, True))
-    return _valid(spec, cfgs)[:LEVEL2_WG_MAX]
+    cfgs = _valid(spec, cfgs)[:LEVEL2_WG_MAX]
+    return _valid(spec, cfgs + [replace(c, tma=True) for c in cfgs]) if tma else cfgs
 
 
 def describe_candidates(spec: GemmSpec, cfgs: List[MmaConfig]) -> str:
