@@ -18,9 +18,10 @@ echo "== installed in $(( $(date +%s) - t0 )) s"
 if ls .whl/*.whl > /dev/null 2>&1; then  # pytest-xdist (see gpu_check.sh)
   python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl && export PYTHONPATH=/tmp/site
 fi
+TESTS=$(for t in ${TESTS:-tests/graph/ops/test_matmul_template.py}; do echo "$PWD/$t"; done)  # (run from /tmp)
 cd /tmp
 t0=$(date +%s)
-timeout ${TEST_TIMEOUT:-150} python3 -m pytest ${TESTS:-"$OLDPWD/tests/graph/ops/test_matmul_template.py"} -q -rs -n 4 \
+timeout ${TEST_TIMEOUT:-150} python3 -m pytest $TESTS -q -rs -n 4 \
   -p no:benchmark -p no:cacheprovider 2>&1 | tee "$LOG_DIR/pytest.log" | tail -40
 echo "== tests in $(( $(date +%s) - t0 )) s"
 timeout ${BENCH_TIMEOUT:-150} python3 "$OLDPWD/scripts/bench_matmul.py" ${SHAPES:-4096x4096x4096 1x4096x4096 128x4096x4096} \
