@@ -1,7 +1,8 @@
 """Convolutions (1-D and 2-D, stride/padding/dilation/groups, depthwise included), 2-D convolution in
 channels-last layout, and 2-D transposed convolution, as reductions. The matmul templates run ungrouped
 convolutions as implicit GEMMs (the CPU template; on CUDA the tensor-core template for float16/bfloat16);
-the auto-scheduler runs the rest."""
+depthwise 2-D convolutions have their own template on CUDA (depthwise_templates.py); the auto-scheduler runs
+the rest."""
 from __future__ import annotations
 
 from typing import List, Optional, Sequence, Union
@@ -13,6 +14,8 @@ from hidet.graph.tensor import Tensor
 from hidet.ir.compute import compute, reduce
 from hidet.ir.expr import binary, convert, logical_and, select
 from hidet.ir.task import Task
+
+from . import depthwise_templates  # noqa: F401  (registers the template with hidet.drivers.templates)
 
 IntOrSeq = Union[int, Sequence[int]]
 
