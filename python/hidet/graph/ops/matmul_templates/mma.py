@@ -461,12 +461,6 @@ def build_script_module(spec: GemmSpec, cfg: MmaConfig, m_bound=None):
                             cp_async_wait_group(S - 3)
                             fence_proxy_async()
                         syncthreads()
-                        # the tensor cores start on tile kt while the threads issue the copies of tile kt + S - 2
-                        wgmma_fence()
-                        for ks in K16S:
-                            wgmma(~acc[0, 0, 0], ~sa[kt % S, wg_a + ks * A_K16], ~sb[kt % S, wg_b + ks * B_K16], WN,
-                                  not A_KM, not B_KM, A_LBO, B_LBO, kt > 0 or ks > 0)
-                        wgmma_commit_group()
                 nxt = kt + LEAD
                 if nxt < k_tiles:
                     st = nxt % S
@@ -547,7 +541,13 @@ def build_script_module(spec: GemmSpec, cfg: MmaConfig, m_bound=None):
                 cp_async_commit_group()
                 if WG:
                     if kt >= 0:
-                        wgmma_wait_group(1)  # (tile kt - 1's group done: its stage is refilled next iteration)
+                        # (after the copies: issuing a wgmma waits for the tensor cores, which would delay them)
+                        wgmma_fence()
+                        for ks in K16S:
+                            wgmma(~acc[0, 0, 0], ~sa[kt % S, wg_a + ks * A_K16], ~sb[kt % S, wg_b + ks * B_K16], WN,
+                                  not A_KM, not B_KM, A_LBO, B_LBO, kt > 0 or ks > 0)
+                        wgmma_commit_group()
+                        wgmma_wait_group(1)
                 elif kt == -1:
                     cp_async_wait_group(S - 2)
                     syncthreads()
