@@ -371,17 +371,13 @@ def build_script_module(spec: GemmSpec, cfg: MmaConfig, m_bound=None):
     KT = cdiv(K, BK)  # k-tiles per tile (stream-K: static)
     UNITS = TM * TN * BATCH * KT if STREAM else 0
     NSEG = stream_segments(UNITS, GRID, KT) if STREAM else 1
-    TILE_SEGS = -(-KT // max(1, UNITS // GRID)) + 1 if STREAM else 1  # the most blocks sharing a tile
-    SEG_LIST = list(range(TILE_SEGS))
-
-    SK_INDEX = 'int32' if (UNITS + 1) * max(1, GRID) < 2 ** 31 else 'int64'
 
     def block_of(u):
         """The stream-K block holding k-tile unit ``u`` (blocks hold units [g * UNITS / GRID, (g + 1) * ...))."""
-        return ((ir_cast(u, SK_INDEX) + 1) * GRID - 1) / UNITS
+        return ir_cast((ir_cast(u, 'int64') + 1) * GRID - 1, 'int64') / UNITS
 
     def first_tile_of(g):
-        return ir_cast(g, SK_INDEX) * UNITS / GRID / KT
+        return ir_cast(g, 'int64') * UNITS / GRID / KT
 
     TMA = cfg.tma  # (wgmma) thread 0 copies a stage's tiles with TMA; the block waits on the stage's mbarrier
     STAGE_BYTES = (BM + BN) * BK * dt.nbytes
@@ -701,15 +697,11 @@ def build_script_module(spec: GemmSpec, cfg: MmaConfig, m_bound=None):
                         if flag[0] != g_hi - g_lo:
                             continue
                         threadfence()
-                        # the segments' slots once (at most TILE_SEGS), then each sum in block order
-                        slots = register_tensor(i64, [TILE_SEGS])
-                        for j in SEG_LIST:
-                            slots[j] = i64((g_lo + j) * 2 + (0 if first_tile_of(g_lo + j) == tile_u else 1)) * ACC_N
                         for mi, ni, e in ACCS:
                             total: f32 = 0.0
-                            for j in SEG_LIST:
-                                if g_lo + j <= g_hi:
-                                    total += ws[(slots[j] + (mi * NT + ni) * 4 + e) * THREADS + tid]
+                            for gg in range(g_lo, g_hi + 1):
+                                slot = gg * 2 + (0 if first_tile_of(gg) == tile_u else 1)
+                                total += ws[(i64(slot) * ACC_N + (mi * NT + ni) * 4 + e) * THREADS + tid]
                             acc[mi, ni, e] = total
                         if tid == 0:
                             locks[tile_u] = 0
