@@ -240,10 +240,6 @@ def test_config_checks():
     assert 'gathered' in check_config(match_gemm(conv, fold_k=True), MmaConfig(64, 64, 64, 64, 64, 4, 1, True, True))
     odd = match_gemm(matmul_task([256, 250], [250, 256]))  # rows of 250 elements: not 16-byte aligned
     assert 'aligned' in check_config(odd, MmaConfig(128, 128, 64, 64, 128, 4, 1, True, True))
-    # stream-K: a grid of G blocks over the k-tiles of every tile
-    assert check_config(spec, MmaConfig(128, 128, 64, 64, 128, 4, 1, True, stream_k=16)) == ''
-    assert 'stream-K' in check_config(spec, MmaConfig(128, 128, 64, 64, 128, 4, 2, True, stream_k=16))
-    assert 'fewer k-tiles' in check_config(spec, MmaConfig(128, 128, 64, 64, 128, 4, 1, True, stream_k=100))
 
 
 # ---------------------------------------------------------------------------------------------- tuning cache
@@ -368,8 +364,6 @@ def test_wgmma_sources_compile_with_nvcc():
                      ([2, 64, 14, 14], 'float16'), ([64, 64, 3, 3], 'float16'))[-1], None),
     ]
     tasks_cfgs += [(task, replace(cfg, tma=True)) for task, cfg in tasks_cfgs[:3]]  # TMA: plain, split-k, batched
-    tasks_cfgs += [(plain, MmaConfig(128, 128, 64, 64, 128, 4, 1, True, stream_k=132)),  # stream-K
-                   (tasks_cfgs[4][0], MmaConfig(64, 64, 64, 64, 64, 4, 1, True, stream_k=11))]
     with hidet.option.context(cuda_arch='sm_90'):
         assert default_config(match_gemm(plain), wgmma=True).wgmma
         sources = []
@@ -506,29 +500,6 @@ def test_every_tile_shape_with_computed_and_transposed_operands():
     x, w = _rand([3, 96, 136], 'float16'), _rand([3, 72, 96], 'float16', 0.1)
     _check_candidates(task, lambda: (x, w), lambda p, q: (p.float().transpose(1, 2) @ q.float().transpose(1, 2)).half(),
                       cfgs(task))
-
-
-@pytest.mark.cuda
-def test_stream_k_configs():
-    """Stream-K: G blocks share the tiles' k-tiles evenly, a tile split between blocks at any k-tile (a block
-    holds the tail of one tile, whole tiles, the head of another); partial sums meet in the workspace. Grids
-    that split tiles unevenly, over a plain GEMM with ragged edges and a convolution, mma.sync and wgmma."""
-    task = matmul_task([200, 520], [520, 328])
-    wg = find_matmul_template(task, 'cuda').wgmma
-    tiles = [MmaConfig(64, 128, 64, 64, 128, 4, wgmma=True), MmaConfig(128, 128, 64, 64, 128, 4, wgmma=True)] if wg \
-        else [MmaConfig(64, 128, 32, 32, 64, 3), MmaConfig(128, 128, 32, 64, 64, 3)]
-    cfgs = [replace(c, stream_k=g) for c in tiles for g in (5, 13, 40)]
-    a, b = _rand([200, 520], 'float16'), _rand([520, 328], 'float16', 1 / math.sqrt(520))
-    _check_candidates(task, lambda: (a, b), lambda x, y: (x.float() @ y.float()).half(), cfgs)
-    xs, ws = hidet.symbol([2, 14, 13, 64], 'float16', 'cuda'), hidet.symbol([96, 3, 3, 64], 'float16', 'cuda')
-    conv = ops.conv2d_channels_last(xs, ws, padding=1).trace[0].task
-    x, w = _rand([2, 14, 13, 64], 'float16'), _rand([96, 3, 3, 64], 'float16', 1 / 24)
-
-    def reference(x, w):
-        y = torch.nn.functional.conv2d(x.permute(0, 3, 1, 2).float(), w.permute(0, 3, 1, 2).float(), padding=1)
-        return y.permute(0, 2, 3, 1).half().contiguous()
-
-    _check_candidates(conv, lambda: (x, w), reference, [replace(c, stream_k=g) for c in tiles[:1] for g in (7, 19)])
 
 
 @pytest.mark.cuda

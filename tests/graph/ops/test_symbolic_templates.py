@@ -88,23 +88,6 @@ def test_dispatch_source_picks_kernels_by_m_and_reads_rows_without_division():
     assert '% sym_seq' not in kernels and '/ sym_seq' not in kernels
 
 
-def test_dispatch_serves_ranges_without_tma_or_stream_k():
-    """A range's kernel runs at any m of the range: a TMA or stream-K config tuned at one m (both need static
-    sizes) gives its tiles to the range's kernel, copied by cp.async, a block per tile."""
-    from dataclasses import replace
-
-    task = _linear_residual().nodes[0].task
-    with hidet.option.context(cuda_arch='sm_90'):
-        template = find_matmul_template(task, 'cuda')
-        cfgs = []
-        for t, _, tpl in template.points(task, 'cuda'):
-            c = tpl.default()
-            cfgs.append(replace(c, tma=True) if c.wgmma and not tpl.check(replace(c, tma=True)) else c)
-        cfgs[-1] = replace(cfgs[-1], split_k=1, stream_k=8)
-        source = template.source_of(cfgs)
-    assert 'tma_load' not in source and '_tma' not in source and '_sk8' not in source
-
-
 def test_flattened_rows_reshaped_back_get_the_dispatch():
     (node,) = _flattened_linear().nodes
     assert isinstance(find_matmul_template(node.task, 'cuda', 'sm_90'), SymbolicMmaTemplate)

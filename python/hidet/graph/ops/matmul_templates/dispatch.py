@@ -67,14 +67,12 @@ class SymbolicMmaTemplate(GemmTemplate):
     def source_of(self, configs: List[MmaConfig]) -> str:
         from .source import template_source
 
-        from dataclasses import replace
-
         ranges = []
         for bound, cfg in zip(self.ranges, configs):
             if bound is None and cfg.split_k > 1:  # unbounded: no workspace size to give it
+                from dataclasses import replace
+
                 cfg = replace(cfg, split_k=1)
-            if cfg.tma or cfg.stream_k:  # (tuned at one m; their kernels need static sizes): the same tiles
-                cfg = replace(cfg, tma=False, stream_k=0)
             if ranges and ranges[-1][1] == cfg:
                 ranges[-1] = (bound, cfg)  # the same kernel: one range
             else:

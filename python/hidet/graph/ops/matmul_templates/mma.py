@@ -46,7 +46,6 @@ class MmaConfig:
     split_k: int = 1
     wgmma: bool = False  # sm_90: warpgroups of 64 x wn (wm = 64) with wgmma instead of warps with mma.sync
     tma: bool = False  # (wgmma) tiles copied by TMA (one thread per block) instead of every thread's cp.async
-    stream_k: int = 0  # > 0: that many blocks share the tiles' k-tiles evenly (stream-K) instead of a block per tile
 
     @property
     def warps(self) -> int:
@@ -60,8 +59,7 @@ class MmaConfig:
         s = f'_s{self.split_k}' if self.split_k > 1 else ''
         g = '_wg' if self.wgmma else ''
         t = '_tma' if self.tma else ''
-        sk = f'_sk{self.stream_k}' if self.stream_k else ''
-        return f'{self.bm}x{self.bn}x{self.bk}_w{self.wm}x{self.wn}_p{self.stages}{s}{sk}{g}{t}'
+        return f'{self.bm}x{self.bn}x{self.bk}_w{self.wm}x{self.wn}_p{self.stages}{s}{g}{t}'
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -137,20 +135,7 @@ def tiles(spec: GemmSpec, cfg: MmaConfig, m=None) -> int:
 
 
 def workspace_floats(spec: GemmSpec, cfg: MmaConfig, m=None) -> int:
-    """fp32 partial tiles: split-k, one per block of a tile; stream-K, two per block (its first and last tile)."""
-    if cfg.stream_k:
-        return cfg.stream_k * 2 * cfg.bm * cfg.bn
     return tiles(spec, cfg, m) * cfg.split_k * cfg.bm * cfg.bn if cfg.split_k > 1 else 0
-
-
-def uses_workspace(cfg: MmaConfig) -> bool:
-    return cfg.split_k > 1 or cfg.stream_k > 0
-
-
-def stream_segments(units: int, grid: int, kt: int) -> int:
-    """The most tiles one block of a stream-K grid works on (its segments)."""
-    bounds = [g * units // grid for g in range(grid + 1)]
-    return max((bounds[g + 1] - 1) // kt - bounds[g] // kt + 1 for g in range(grid) if bounds[g + 1] > bounds[g])
 
 
 def check_config(spec: GemmSpec, cfg: MmaConfig) -> str:
@@ -187,15 +172,6 @@ def check_config(spec: GemmSpec, cfg: MmaConfig) -> str:
         return 'each thread stores whole vectors of the output tile'
     if smem_bytes(spec, c) > MAX_SMEM:
         return 'too much shared memory'
-    if c.stream_k:
-        if c.split_k > 1 or c.tma:
-            return 'stream-K configs split no tile by a fixed count and copy with cp.async'
-        if not isinstance(spec.m, int):
-            return 'stream-K needs a static m'
-        if tiles(spec, c) * -(-spec.k // c.bk) < c.stream_k:
-            return 'fewer k-tiles than stream-K blocks'
-        if workspace_floats(spec, c) * 4 > MAX_WORKSPACE_BYTES:
-            return 'the stream-K workspace is too large'
     if c.split_k > 1 and not isinstance(spec.m, int):
         return 'split-k needs a static m (or a bounded range of a symbolic one: see dispatch.py)'
     if c.split_k > 1 and workspace_floats(spec, c) * 4 > MAX_WORKSPACE_BYTES:
@@ -262,7 +238,7 @@ def build_script_module(spec: GemmSpec, cfg: MmaConfig, m_bound=None):
     the workspace and the tile counters, then the task's symbolic dimensions (scalars, in the order of the
     kernel ABI's dims). A symbolic m runs in grids computed from the dims; ``m_bound`` (the largest m of the
     range this kernel serves) is what split-k is checked at."""
-    from hidet.ir.expr import BufferLoad, SymbolVar, Var, binary, cast as ir_cast
+    from hidet.ir.expr import BufferLoad, SymbolVar, Var, binary
     import hidet
     from hidet.lang import attr, cast as lcast, f32, i32, i64, register_tensor, view
     from hidet.lang.cuda import (atomic_add, blockIdx, cp_async, cp_async_commit_group, cp_async_wait_all,
@@ -366,19 +342,6 @@ def build_script_module(spec: GemmSpec, cfg: MmaConfig, m_bound=None):
     def split_offset(op, split, ro, it, gk):
         return BufferLoad(ro, it, ro.type.dtype) + values.gather_k(op, split, gk)[0]
 
-    STREAM = cfg.stream_k > 0
-    GRID = cfg.stream_k
-    KT = cdiv(K, BK)  # k-tiles per tile (stream-K: static)
-    UNITS = TM * TN * BATCH * KT if STREAM else 0
-    NSEG = stream_segments(UNITS, GRID, KT) if STREAM else 1
-
-    def block_of(u):
-        """The stream-K block holding k-tile unit ``u`` (blocks hold units [g * UNITS / GRID, (g + 1) * ...))."""
-        return ir_cast((ir_cast(u, 'int64') + 1) * GRID - 1, 'int64') / UNITS
-
-    def first_tile_of(g):
-        return ir_cast(g, 'int64') * UNITS / GRID / KT
-
     TMA = cfg.tma  # (wgmma) thread 0 copies a stage's tiles with TMA; the block waits on the stage's mbarrier
     STAGE_BYTES = (BM + BN) * BK * dt.nbytes
     MAPS, A_MAP, B_MAP, A_BOXES, B_BOXES, A_3D, B_3D = [], None, None, [], [], False, False
@@ -406,7 +369,7 @@ def build_script_module(spec: GemmSpec, cfg: MmaConfig, m_bound=None):
         @hidet.script
         def mma_gemm(ws: ~f32, locks: ~i32):
             attr.func_name = name
-            attr.cuda_grid_dim = (GRID, 1, 1) if STREAM else (TM * TN, SPLIT, BATCH)
+            attr.cuda_grid_dim = TM * TN, SPLIT, BATCH
             attr.cuda_block_dim = THREADS
             attr.cuda_dynamic_smem_bytes = SMEM
             sa = view(dynamic_shared_memory(0, dt, ALIGN), dt[A_SHAPE])
@@ -429,337 +392,290 @@ def build_script_module(spec: GemmSpec, cfg: MmaConfig, m_bound=None):
             wg = warp / 4  # wgmma: the warpgroup and its offsets into the operand tiles of a stage
             wg_a = (wg / WARPS_N) * 64 * BK  # (64 rows of k, or one 64-wide block of [k][m], per warpgroup)
             wg_b = (wg % WARPS_N) * WN * BK
-            # stream-K: the block's share of the k-tile units (tile-major: KT per tile), in segments of one tile
-            seg_u: i32 = 0
-            seg_end: i32 = 0
-            if STREAM:
-                seg_u = i32(i64(blockIdx.x) * UNITS / GRID)
-                seg_end = i32(i64(blockIdx.x + 1) * UNITS / GRID)
-            for seg in range(NSEG):
-                # tile of this block: groups of GROUP_M tile rows, column by column (L2 reuse)
-                if STREAM:
-                    if seg_u >= seg_end:
-                        break
-                tile_u = seg_u / KT if STREAM else 0  # stream-K: the tile, and its k-tiles in this segment
-                kt_first = seg_u % KT if STREAM else 0
-                kt_last = min(KT, kt_first + seg_end - seg_u) if STREAM else 0
-                if STREAM:
-                    seg_u = seg_u + (kt_last - kt_first)
-                pid = tile_u % (TM * TN) if STREAM else blockIdx.x
-                split = 0 if STREAM else blockIdx.y
-                bz = tile_u / (TM * TN) if STREAM else blockIdx.z
-                k_begin = kt_first * BK if STREAM else split * KC
-                k_end = min(K, kt_last * BK) if STREAM else min(K, k_begin + KC)
-                group = pid / (GROUP_M * TN)
-                first_m = group * GROUP_M
-                gsize = min(TM - first_m, GROUP_M)
-                pm = first_m + (pid % (GROUP_M * TN)) % gsize
-                pn = (pid % (GROUP_M * TN)) / gsize
-                m0 = pm * BM
-                n0 = pn * BN
-                k_tiles = (k_end - k_begin + BK - 1) / BK
-                if STREAM:
-                    syncthreads()  # (the previous segment's epilogue is done with the shared memory)
-                a_base: i64 = 0
-                b_base: i64 = 0
-                if A_DIRECT:
-                    a_base = direct_base(spec.a, bz)
-                if B_DIRECT:
-                    b_base = direct_base(spec.b, bz)
+            # tile of this block: groups of GROUP_M tile rows, column by column (L2 reuse)
+            pid = blockIdx.x
+            group = pid / (GROUP_M * TN)
+            first_m = group * GROUP_M
+            gsize = min(TM - first_m, GROUP_M)
+            pm = first_m + (pid % (GROUP_M * TN)) % gsize
+            pn = (pid % (GROUP_M * TN)) / gsize
+            m0 = pm * BM
+            n0 = pn * BN
+            split = blockIdx.y
+            bz = blockIdx.z
+            k_begin = split * KC
+            k_end = min(K, k_begin + KC)
+            k_tiles = (k_end - k_begin + BK - 1) / BK
+            a_base: i64 = 0
+            b_base: i64 = 0
+            if A_DIRECT:
+                a_base = direct_base(spec.a, bz)
+            if B_DIRECT:
+                b_base = direct_base(spec.b, bz)
 
-                # this thread's chunks of a stage tile: rows r0 + it * RSTEP of column c0 (its k decoded once per tile)
-                a_r0 = tid / A_CPR
-                a_c0 = tid % A_CPR * CH
-                a_mn0 = m0 + (a_r0 if A_KM else a_c0)  # the m of its first chunk, and its k in a tile
-                a_k0 = a_c0 if A_KM else a_r0
-                a_left = M - a_mn0
-                b_r0 = tid / B_CPR
-                b_c0 = tid % B_CPR * CH
-                b_mn0 = n0 + (b_r0 if B_KM else b_c0)
-                b_k0 = b_c0 if B_KM else b_r0
-                b_left = N - b_mn0
-                a_s0 = a_at(a_r0, a_c0)  # the shared offset of its first chunk in a stage (the others: + it * SSTEP)
-                b_s0 = b_at(b_r0, b_c0)
-                # gathered operands: the row parts of each chunk's offset and padding tests, once (see RowSplit)
-                a_ro = register_tensor(A_IDX, [max(1, len(A_ITERS))])
-                a_rt = register_tensor(A_IDX, [max(1, len(A_ITERS) * A_NT)])
-                b_ro = register_tensor(B_IDX, [max(1, len(B_ITERS))])
-                b_rt = register_tensor(B_IDX, [max(1, len(B_ITERS) * B_NT)])
-                if A_SPLIT is not None:
-                    for it in A_ITERS:
-                        a_ro[it] = split_row(spec.a, A_SPLIT, bz, a_mn0 + it * A_RSTEP, -1)
-                        for j in A_TERMS:
-                            a_rt[it * A_NT + j] = split_row(spec.a, A_SPLIT, bz, a_mn0 + it * A_RSTEP, j)
-                if B_SPLIT is not None:
-                    for it in B_ITERS:
-                        b_ro[it] = split_row(spec.b, B_SPLIT, bz, b_mn0 + it * B_RSTEP, -1)
-                        for j in B_TERMS:
-                            b_rt[it * B_NT + j] = split_row(spec.b, B_SPLIT, bz, b_mn0 + it * B_RSTEP, j)
+            # this thread's chunks of a stage tile: rows r0 + it * RSTEP of column c0 (its k decoded once per tile)
+            a_r0 = tid / A_CPR
+            a_c0 = tid % A_CPR * CH
+            a_mn0 = m0 + (a_r0 if A_KM else a_c0)  # the m of its first chunk, and its k in a tile
+            a_k0 = a_c0 if A_KM else a_r0
+            a_left = M - a_mn0
+            b_r0 = tid / B_CPR
+            b_c0 = tid % B_CPR * CH
+            b_mn0 = n0 + (b_r0 if B_KM else b_c0)
+            b_k0 = b_c0 if B_KM else b_r0
+            b_left = N - b_mn0
+            a_s0 = a_at(a_r0, a_c0)  # the shared offset of its first chunk in a stage (the others: + it * SSTEP)
+            b_s0 = b_at(b_r0, b_c0)
+            # gathered operands: the row parts of each chunk's offset and padding tests, once (see RowSplit)
+            a_ro = register_tensor(A_IDX, [max(1, len(A_ITERS))])
+            a_rt = register_tensor(A_IDX, [max(1, len(A_ITERS) * A_NT)])
+            b_ro = register_tensor(B_IDX, [max(1, len(B_ITERS))])
+            b_rt = register_tensor(B_IDX, [max(1, len(B_ITERS) * B_NT)])
+            if A_SPLIT is not None:
+                for it in A_ITERS:
+                    a_ro[it] = split_row(spec.a, A_SPLIT, bz, a_mn0 + it * A_RSTEP, -1)
+                    for j in A_TERMS:
+                        a_rt[it * A_NT + j] = split_row(spec.a, A_SPLIT, bz, a_mn0 + it * A_RSTEP, j)
+            if B_SPLIT is not None:
+                for it in B_ITERS:
+                    b_ro[it] = split_row(spec.b, B_SPLIT, bz, b_mn0 + it * B_RSTEP, -1)
+                    for j in B_TERMS:
+                        b_rt[it * B_NT + j] = split_row(spec.b, B_SPLIT, bz, b_mn0 + it * B_RSTEP, j)
 
-                acc = register_tensor(f32, [MT, NT, 4])
-                af = register_tensor(dt, [2, MT, A_FRAG])  # fragments of two k-steps: load the next, multiply this one
-                bf = register_tensor(dt, [2, NT, B_FRAG])
-                if not WG:  # (wgmma: the first k-step overwrites them)
-                    for mi, ni, e in ACCS:
-                        acc[mi, ni, e] = 0.0
+            acc = register_tensor(f32, [MT, NT, 4])
+            af = register_tensor(dt, [2, MT, A_FRAG])  # fragments of two k-steps: load the next, multiply this one
+            bf = register_tensor(dt, [2, NT, B_FRAG])
+            if not WG:  # (wgmma: the first k-step overwrites them)
+                for mi, ni, e in ACCS:
+                    acc[mi, ni, e] = 0.0
 
-                # iterations kt < 0 fill the pipeline; at kt = -1 the first tile's first fragments are loaded (mma)
-                for kt in range(-LEAD, k_tiles):
-                    if WG:
-                        if kt >= 0:
-                            # tile kt has landed (the copies of every thread: fence and barrier), and every
-                            # warpgroup is done with tile kt - 2, whose stage the copies below refill
-                            if TMA:
-                                mbarrier_wait(~bars[kt % S], (kt / S) % 2)
-                            else:
-                                cp_async_wait_group(S - 3)
-                                fence_proxy_async()
-                            syncthreads()
-                    nxt = kt + LEAD
-                    if nxt < k_tiles:
-                        st = nxt % S
-                        k0 = k_begin + nxt * BK
+            # iterations kt < 0 fill the pipeline; at kt = -1 the first tile's first fragments are loaded (mma)
+            for kt in range(-LEAD, k_tiles):
+                if WG:
+                    if kt >= 0:
+                        # tile kt has landed (the copies of every thread: fence and barrier), and every
+                        # warpgroup is done with tile kt - 2, whose stage the copies below refill
                         if TMA:
-                            if tid == 0:
-                                mbarrier_arrive_expect_tx(~bars[st], STAGE_BYTES)
-                                for dmn, so in A_BOXES:
-                                    tma_copy(A_MAP, A_3D, A_KM, ~sa[st, so], ~bars[st], m0 + dmn, k0, bz)
-                                for dmn, so in B_BOXES:
-                                    tma_copy(B_MAP, B_3D, B_KM, ~sb[st, so], ~bars[st], n0 + dmn, k0, bz)
-                        # ---- A tile (chunk it of this thread: tile row a_r0 + it * A_RSTEP, column a_c0)
-                        a_off = a_base + i64(a_mn0) * A_SMN + i64(k0 + a_k0) * A_SK  # (direct: its first chunk)
-                        for it in A_ITERS:
-                            r = a_r0 + it * A_RSTEP
-                            so = a_s0 + it * A_SSTEP if A_SSTEP is not None else a_at(r, a_c0)
-                            if A_DIRECT:
-                                ok = all_of(A_FULL or (it * A_RSTEP < a_left if A_KM else a_left > 0),
-                                            FULL_K or k0 + a_k0 + (0 if A_KM else it * A_RSTEP) < k_end)
-                                cp_async(~sa[st, so], A_PTR + (a_off + it * A_STEP), 16, 16 if ok else 0)
-                            elif A_SPLIT is not None:  # k-major: a_c0 runs along k, 8 channels of one window position
-                                gk = k0 + a_k0
-                                ok = all_of(A_FULL or it * A_RSTEP < a_left, FULL_K or gk < k_end,
-                                            split_ok(spec.a, A_SPLIT, a_rt, it, gk))
-                                cp_async(~sa[st, so], A_PTR + i64(split_offset(spec.a, A_SPLIT, a_ro, it, gk)),
-                                         16, 16 if ok else 0)
-                            elif A_GATHER:
-                                gm = m0 + r
-                                gk = k0 + a_c0
-                                ok = gm < M and gk < k_end and gather_valid(spec.a, bz, gm, gk)
-                                off = gather_offset(spec.a, bz, gm, gk)
-                                cp_async(~sa[st, so], A_PTR + (off if ok else i64(0)), 16, 16 if ok else 0)
-                            else:
-                                gm = m0 + (r if A_KM else a_c0)
-                                gk = k0 + (a_c0 if A_KM else r)
-                                for e in CHS:
-                                    v: f32 = 0.0
-                                    if A_KM:
-                                        if gm < M and gk + e < k_end:
-                                            v = a_value(bz, gm, gk + e)
-                                    else:
-                                        if gk < k_end and gm + e < M:
-                                            v = a_value(bz, gm + e, gk)
-                                    sa[st, a_at(r, a_c0, e)] = v
-                        # ---- B tile
-                        b_off = b_base + i64(b_mn0) * B_SMN + i64(k0 + b_k0) * B_SK
-                        for it in B_ITERS:
-                            r = b_r0 + it * B_RSTEP
-                            so = b_s0 + it * B_SSTEP if B_SSTEP is not None else b_at(r, b_c0)
-                            if B_DIRECT:
-                                ok = all_of(B_FULL or (it * B_RSTEP < b_left if B_KM else b_left > 0),
-                                            FULL_K or k0 + b_k0 + (0 if B_KM else it * B_RSTEP) < k_end)
-                                cp_async(~sb[st, so], B_PTR + (b_off + it * B_STEP), 16, 16 if ok else 0)
-                            elif B_SPLIT is not None:
-                                gk = k0 + b_k0
-                                ok = all_of(B_FULL or it * B_RSTEP < b_left, FULL_K or gk < k_end,
-                                            split_ok(spec.b, B_SPLIT, b_rt, it, gk))
-                                cp_async(~sb[st, so], B_PTR + i64(split_offset(spec.b, B_SPLIT, b_ro, it, gk)),
-                                         16, 16 if ok else 0)
-                            elif B_GATHER:
-                                gn = n0 + r
-                                gk = k0 + b_c0
-                                ok = gn < N and gk < k_end and gather_valid(spec.b, bz, gn, gk)
-                                off = gather_offset(spec.b, bz, gn, gk)
-                                cp_async(~sb[st, so], B_PTR + (off if ok else i64(0)), 16, 16 if ok else 0)
-                            else:
-                                gn = n0 + (r if B_KM else b_c0)
-                                gk = k0 + (b_c0 if B_KM else r)
-                                for e in CHS:
-                                    v: f32 = 0.0
-                                    if B_KM:
-                                        if gn < N and gk + e < k_end:
-                                            v = b_value(bz, gn, gk + e)
-                                    else:
-                                        if gk < k_end and gn + e < N:
-                                            v = b_value(bz, gn + e, gk)
-                                    sb[st, b_at(r, b_c0, e)] = v
-                    cp_async_commit_group()
-                    if WG:
-                        if kt >= 0:
-                            # (after the copies: issuing a wgmma waits for the tensor cores, which would delay them)
-                            wgmma_fence()
-                            for ks in K16S:
-                                wgmma(~acc[0, 0, 0], ~sa[kt % S, wg_a + ks * A_K16], ~sb[kt % S, wg_b + ks * B_K16], WN,
-                                      not A_KM, not B_KM, A_LBO, B_LBO, kt > 0 or ks > 0)
-                            wgmma_commit_group()
-                            wgmma_wait_group(1)
-                    elif kt == -1:
-                        cp_async_wait_group(S - 2)
+                            mbarrier_wait(~bars[kt % S], (kt / S) % 2)
+                        else:
+                            cp_async_wait_group(S - 3)
+                            fence_proxy_async()
                         syncthreads()
-                        if TF32:  # fragments element by element (A[g|g+8, t|t+4], B[t|t+4, g])
+                nxt = kt + LEAD
+                if nxt < k_tiles:
+                    st = nxt % S
+                    k0 = k_begin + nxt * BK
+                    if TMA:
+                        if tid == 0:
+                            mbarrier_arrive_expect_tx(~bars[st], STAGE_BYTES)
+                            for dmn, so in A_BOXES:
+                                tma_copy(A_MAP, A_3D, A_KM, ~sa[st, so], ~bars[st], m0 + dmn, k0, bz)
+                            for dmn, so in B_BOXES:
+                                tma_copy(B_MAP, B_3D, B_KM, ~sb[st, so], ~bars[st], n0 + dmn, k0, bz)
+                    # ---- A tile (chunk it of this thread: tile row a_r0 + it * A_RSTEP, column a_c0)
+                    a_off = a_base + i64(a_mn0) * A_SMN + i64(k0 + a_k0) * A_SK  # (direct: its first chunk)
+                    for it in A_ITERS:
+                        r = a_r0 + it * A_RSTEP
+                        so = a_s0 + it * A_SSTEP if A_SSTEP is not None else a_at(r, a_c0)
+                        if A_DIRECT:
+                            ok = all_of(A_FULL or (it * A_RSTEP < a_left if A_KM else a_left > 0),
+                                        FULL_K or k0 + a_k0 + (0 if A_KM else it * A_RSTEP) < k_end)
+                            cp_async(~sa[st, so], A_PTR + (a_off + it * A_STEP), 16, 16 if ok else 0)
+                        elif A_SPLIT is not None:  # k-major: a_c0 runs along k, 8 channels of one window position
+                            gk = k0 + a_k0
+                            ok = all_of(A_FULL or it * A_RSTEP < a_left, FULL_K or gk < k_end,
+                                        split_ok(spec.a, A_SPLIT, a_rt, it, gk))
+                            cp_async(~sa[st, so], A_PTR + i64(split_offset(spec.a, A_SPLIT, a_ro, it, gk)),
+                                     16, 16 if ok else 0)
+                        elif A_GATHER:
+                            gm = m0 + r
+                            gk = k0 + a_c0
+                            ok = gm < M and gk < k_end and gather_valid(spec.a, bz, gm, gk)
+                            off = gather_offset(spec.a, bz, gm, gk)
+                            cp_async(~sa[st, so], A_PTR + (off if ok else i64(0)), 16, 16 if ok else 0)
+                        else:
+                            gm = m0 + (r if A_KM else a_c0)
+                            gk = k0 + (a_c0 if A_KM else r)
+                            for e in CHS:
+                                v: f32 = 0.0
+                                if A_KM:
+                                    if gm < M and gk + e < k_end:
+                                        v = a_value(bz, gm, gk + e)
+                                else:
+                                    if gk < k_end and gm + e < M:
+                                        v = a_value(bz, gm + e, gk)
+                                sa[st, a_at(r, a_c0, e)] = v
+                    # ---- B tile
+                    b_off = b_base + i64(b_mn0) * B_SMN + i64(k0 + b_k0) * B_SK
+                    for it in B_ITERS:
+                        r = b_r0 + it * B_RSTEP
+                        so = b_s0 + it * B_SSTEP if B_SSTEP is not None else b_at(r, b_c0)
+                        if B_DIRECT:
+                            ok = all_of(B_FULL or (it * B_RSTEP < b_left if B_KM else b_left > 0),
+                                        FULL_K or k0 + b_k0 + (0 if B_KM else it * B_RSTEP) < k_end)
+                            cp_async(~sb[st, so], B_PTR + (b_off + it * B_STEP), 16, 16 if ok else 0)
+                        elif B_SPLIT is not None:
+                            gk = k0 + b_k0
+                            ok = all_of(B_FULL or it * B_RSTEP < b_left, FULL_K or gk < k_end,
+                                        split_ok(spec.b, B_SPLIT, b_rt, it, gk))
+                            cp_async(~sb[st, so], B_PTR + i64(split_offset(spec.b, B_SPLIT, b_ro, it, gk)),
+                                     16, 16 if ok else 0)
+                        elif B_GATHER:
+                            gn = n0 + r
+                            gk = k0 + b_c0
+                            ok = gn < N and gk < k_end and gather_valid(spec.b, bz, gn, gk)
+                            off = gather_offset(spec.b, bz, gn, gk)
+                            cp_async(~sb[st, so], B_PTR + (off if ok else i64(0)), 16, 16 if ok else 0)
+                        else:
+                            gn = n0 + (r if B_KM else b_c0)
+                            gk = k0 + (b_c0 if B_KM else r)
+                            for e in CHS:
+                                v: f32 = 0.0
+                                if B_KM:
+                                    if gn < N and gk + e < k_end:
+                                        v = b_value(bz, gn, gk + e)
+                                else:
+                                    if gk < k_end and gn + e < N:
+                                        v = b_value(bz, gn + e, gk)
+                                sb[st, b_at(r, b_c0, e)] = v
+                cp_async_commit_group()
+                if WG:
+                    if kt >= 0:
+                        # (after the copies: issuing a wgmma waits for the tensor cores, which would delay them)
+                        wgmma_fence()
+                        for ks in K16S:
+                            wgmma(~acc[0, 0, 0], ~sa[kt % S, wg_a + ks * A_K16], ~sb[kt % S, wg_b + ks * B_K16], WN,
+                                  not A_KM, not B_KM, A_LBO, B_LBO, kt > 0 or ks > 0)
+                        wgmma_commit_group()
+                        wgmma_wait_group(1)
+                elif kt == -1:
+                    cp_async_wait_group(S - 2)
+                    syncthreads()
+                    if TF32:  # fragments element by element (A[g|g+8, t|t+4], B[t|t+4, g])
+                        for mi in MTS:
+                            for q, dm, dk in A_TF32:
+                                if A_KM:
+                                    af[0, mi, q] = sa[0, a_at(wm0 + mi * 16 + fg + dm, ft + dk)]
+                                else:
+                                    af[0, mi, q] = sa[0, a_at(ft + dk, wm0 + mi * 16 + fg + dm)]
+                        for ni in NTS:
+                            for q, dk in B_TF32:
+                                if B_KM:
+                                    bf[0, ni, q] = sb[0, b_at(wn0 + ni * 8 + fg, ft + dk)]
+                                else:
+                                    bf[0, ni, q] = sb[0, b_at(ft + dk, wn0 + ni * 8 + fg)]
+                    for mi in LD_MTS:
+                        if A_KM:
+                            ldmatrix(~af[0, mi, 0], ~sa[0, a_at(wm0 + mi * 16 + lane % 16, lane / 16 * 8)], 4)
+                        else:
+                            ldmatrix(~af[0, mi, 0],
+                                     ~sa[0, a_at(lane % 8 + lane / 16 * 8, wm0 + mi * 16 + lane / 8 % 2 * 8)], 4, True)
+                    for nj in LD_NT2S:
+                        if B_KM:
+                            ldmatrix(~bf[0, 2 * nj, 0],
+                                     ~sb[0, b_at(wn0 + nj * 16 + lane / 16 * 8 + lane % 8, lane / 8 % 2 * 8)], 4)
+                        else:
+                            ldmatrix(~bf[0, 2 * nj, 0], ~sb[0, b_at(lane % 16, wn0 + nj * 16 + lane / 16 * 8)], 4, True)
+                if not WG and kt >= 0:
+                    for ks in KSTEPS:
+                        # the fragments of the next k-step: of this tile, or (last step) of the next tile, once
+                        # it has landed and every warp is done with the stage the next copies overwrite
+                        if ks == len(KSTEPS) - 1:
+                            cp_async_wait_group(S - 2)
+                            syncthreads()
+                        ls = (kt + 1) % S if ks == len(KSTEPS) - 1 else kt % S
+                        lk = 0 if ks == len(KSTEPS) - 1 else (ks + 1) * KSTEP
+                        nb = (ks + 1) % 2
+                        if TF32:
                             for mi in MTS:
                                 for q, dm, dk in A_TF32:
                                     if A_KM:
-                                        af[0, mi, q] = sa[0, a_at(wm0 + mi * 16 + fg + dm, ft + dk)]
+                                        af[nb, mi, q] = sa[ls, a_at(wm0 + mi * 16 + fg + dm, lk + ft + dk)]
                                     else:
-                                        af[0, mi, q] = sa[0, a_at(ft + dk, wm0 + mi * 16 + fg + dm)]
+                                        af[nb, mi, q] = sa[ls, a_at(lk + ft + dk, wm0 + mi * 16 + fg + dm)]
                             for ni in NTS:
                                 for q, dk in B_TF32:
                                     if B_KM:
-                                        bf[0, ni, q] = sb[0, b_at(wn0 + ni * 8 + fg, ft + dk)]
+                                        bf[nb, ni, q] = sb[ls, b_at(wn0 + ni * 8 + fg, lk + ft + dk)]
                                     else:
-                                        bf[0, ni, q] = sb[0, b_at(ft + dk, wn0 + ni * 8 + fg)]
+                                        bf[nb, ni, q] = sb[ls, b_at(lk + ft + dk, wn0 + ni * 8 + fg)]
                         for mi in LD_MTS:
                             if A_KM:
-                                ldmatrix(~af[0, mi, 0], ~sa[0, a_at(wm0 + mi * 16 + lane % 16, lane / 16 * 8)], 4)
+                                ldmatrix(~af[nb, mi, 0],
+                                         ~sa[ls, a_at(wm0 + mi * 16 + lane % 16, lk + lane / 16 * 8)], 4)
                             else:
-                                ldmatrix(~af[0, mi, 0],
-                                         ~sa[0, a_at(lane % 8 + lane / 16 * 8, wm0 + mi * 16 + lane / 8 % 2 * 8)],
+                                ldmatrix(~af[nb, mi, 0],
+                                         ~sa[ls, a_at(lk + lane % 8 + lane / 16 * 8, wm0 + mi * 16 + lane / 8 % 2 * 8)],
                                          4, True)
                         for nj in LD_NT2S:
                             if B_KM:
-                                ldmatrix(~bf[0, 2 * nj, 0],
-                                         ~sb[0, b_at(wn0 + nj * 16 + lane / 16 * 8 + lane % 8, lane / 8 % 2 * 8)], 4)
+                                ldmatrix(~bf[nb, 2 * nj, 0],
+                                         ~sb[ls, b_at(wn0 + nj * 16 + lane / 16 * 8 + lane % 8, lk + lane / 8 % 2 * 8)],
+                                         4)
                             else:
-                                ldmatrix(~bf[0, 2 * nj, 0], ~sb[0, b_at(lane % 16, wn0 + nj * 16 + lane / 16 * 8)], 4,
-                                         True)
-                    if not WG and kt >= 0:
-                        for ks in KSTEPS:
-                            # the fragments of the next k-step: of this tile, or (last step) of the next tile, once
-                            # it has landed and every warp is done with the stage the next copies overwrite
-                            if ks == len(KSTEPS) - 1:
-                                cp_async_wait_group(S - 2)
-                                syncthreads()
-                            ls = (kt + 1) % S if ks == len(KSTEPS) - 1 else kt % S
-                            lk = 0 if ks == len(KSTEPS) - 1 else (ks + 1) * KSTEP
-                            nb = (ks + 1) % 2
-                            if TF32:
-                                for mi in MTS:
-                                    for q, dm, dk in A_TF32:
-                                        if A_KM:
-                                            af[nb, mi, q] = sa[ls, a_at(wm0 + mi * 16 + fg + dm, lk + ft + dk)]
-                                        else:
-                                            af[nb, mi, q] = sa[ls, a_at(lk + ft + dk, wm0 + mi * 16 + fg + dm)]
-                                for ni in NTS:
-                                    for q, dk in B_TF32:
-                                        if B_KM:
-                                            bf[nb, ni, q] = sb[ls, b_at(wn0 + ni * 8 + fg, lk + ft + dk)]
-                                        else:
-                                            bf[nb, ni, q] = sb[ls, b_at(lk + ft + dk, wn0 + ni * 8 + fg)]
-                            for mi in LD_MTS:
-                                if A_KM:
-                                    ldmatrix(~af[nb, mi, 0],
-                                             ~sa[ls, a_at(wm0 + mi * 16 + lane % 16, lk + lane / 16 * 8)], 4)
-                                else:
-                                    ldmatrix(~af[nb, mi, 0],
-                                             ~sa[ls, a_at(lk + lane % 8 + lane / 16 * 8,
-                                                          wm0 + mi * 16 + lane / 8 % 2 * 8)],
-                                             4, True)
-                            for nj in LD_NT2S:
-                                if B_KM:
-                                    ldmatrix(~bf[nb, 2 * nj, 0],
-                                             ~sb[ls, b_at(wn0 + nj * 16 + lane / 16 * 8 + lane % 8,
-                                                          lk + lane / 8 % 2 * 8)],
-                                             4)
-                                else:
-                                    ldmatrix(~bf[nb, 2 * nj, 0],
-                                             ~sb[ls, b_at(lk + lane % 16, wn0 + nj * 16 + lane / 16 * 8)], 4, True)
-                            for mi in MTS:
-                                for ni in NTS:
-                                    mma_sync(~af[ks % 2, mi, 0], ~bf[ks % 2, ni, 0], ~acc[mi, ni, 0], MMA_SHAPE)
-                if WG:
-                    wgmma_wait_group(0)
-                cp_async_wait_all()
+                                ldmatrix(~bf[nb, 2 * nj, 0],
+                                         ~sb[ls, b_at(lk + lane % 16, wn0 + nj * 16 + lane / 16 * 8)], 4, True)
+                        for mi in MTS:
+                            for ni in NTS:
+                                mma_sync(~af[ks % 2, mi, 0], ~bf[ks % 2, ni, 0], ~acc[mi, ni, 0], MMA_SHAPE)
+            if WG:
+                wgmma_wait_group(0)
+            cp_async_wait_all()
 
-                if STREAM:
-                    # a tile shared by several blocks (segments g_lo..g_hi): each writes its partial sums to its slot
-                    # of the workspace (0: its first tile, 1: its last); the last to finish sums them in block order
-                    g_lo = block_of(tile_u * KT)
-                    g_hi = block_of(tile_u * KT + KT - 1)
-                    if g_lo < g_hi:
-                        me = blockIdx.x * 2 + (0 if first_tile_of(blockIdx.x) == tile_u else 1)
-                        for mi, ni, e in ACCS:
-                            ws[(i64(me) * ACC_N + (mi * NT + ni) * 4 + e) * THREADS + tid] = acc[mi, ni, e]
-                        threadfence()
-                        syncthreads()
-                        if tid == 0:
-                            flag[0] = atomic_add(~locks[tile_u], 1)
-                        syncthreads()
-                        if flag[0] != g_hi - g_lo:
-                            continue
-                        threadfence()
-                        for mi, ni, e in ACCS:
-                            total: f32 = 0.0
-                            for gg in range(g_lo, g_hi + 1):
-                                slot = gg * 2 + (0 if first_tile_of(gg) == tile_u else 1)
-                                total += ws[(i64(slot) * ACC_N + (mi * NT + ni) * 4 + e) * THREADS + tid]
-                            acc[mi, ni, e] = total
-                        if tid == 0:
-                            locks[tile_u] = 0
-                if SPLIT > 1:
-                    # partial tiles → workspace; the last block of the tile sums them in split order
-                    tile = (bz * TM + pm) * TN + pn
-                    for mi, ni, e in ACCS:
-                        at = (i64(tile * SPLIT + split) * ACC_N + (mi * NT + ni) * 4 + e) * THREADS + tid
-                        ws[at] = acc[mi, ni, e]
-                    threadfence()
-                    syncthreads()
-                    if tid == 0:
-                        flag[0] = atomic_add(~locks[tile], 1)
-                    syncthreads()
-                    if flag[0] != SPLIT - 1:
-                        return
-                    threadfence()
-                    for mi, ni, e in ACCS:
-                        total: f32 = 0.0
-                        for s in range(SPLIT):
-                            total += ws[(i64(tile * SPLIT + s) * ACC_N + (mi * NT + ni) * 4 + e) * THREADS + tid]
-                        acc[mi, ni, e] = total
-                    if tid == 0:
-                        locks[tile] = 0
+            if SPLIT > 1:
+                # partial tiles → workspace; the last block of the tile sums them in split order
+                tile = (bz * TM + pm) * TN + pn
+                for mi, ni, e in ACCS:
+                    ws[(i64(tile * SPLIT + split) * ACC_N + (mi * NT + ni) * 4 + e) * THREADS + tid] = acc[mi, ni, e]
+                threadfence()
+                syncthreads()
+                if tid == 0:
+                    flag[0] = atomic_add(~locks[tile], 1)
+                syncthreads()
+                if flag[0] != SPLIT - 1:
+                    return
+                threadfence()
+                for mi, ni, e in ACCS:
+                    total: f32 = 0.0
+                    for s in range(SPLIT):
+                        total += ws[(i64(tile * SPLIT + s) * ACC_N + (mi * NT + ni) * 4 + e) * THREADS + tid]
+                    acc[mi, ni, e] = total
+                if tid == 0:
+                    locks[tile] = 0
 
-                # ---- epilogue: accumulators → shared (fp32) → outputs
-                syncthreads()
-                cst = view(dynamic_shared_memory(0, f32), f32[BM, BN + STAGE_PAD])
-                g = lane / 4
-                t4 = lane % 4
-                for mi in MTS:
-                    for ni in NTS:
-                        r = wm0 + mi * 16 + g
-                        c = wn0 + ni * 8 + t4 * 2
-                        cst[r, c] = acc[mi, ni, 0]
-                        cst[r, c + 1] = acc[mi, ni, 1]
-                        cst[r + 8, c] = acc[mi, ni, 2]
-                        cst[r + 8, c + 1] = acc[mi, ni, 3]
-                syncthreads()
-                for it in range(E_ITERS):
-                    idx = tid + it * THREADS
-                    r = idx / VPR
-                    c = idx % VPR * V
-                    gm = m0 + r
-                    gn = n0 + c
-                    if gm < M:
-                        if VEC:
-                            if gn < N:
-                                ov = register_tensor(spec.out_dtype, [V])
-                                for e in VS:
-                                    ov[e] = epilogue(bz, gm, gn + e, cst[r, c + e])
-                                dst = lcast(~out[0], ~i64)
-                                src = lcast(~ov[0], ~i64)
-                                dst[out_index(bz, gm, gn) / V] = src[0]
-                        else:
+            # ---- epilogue: accumulators → shared (fp32) → outputs
+            syncthreads()
+            cst = view(dynamic_shared_memory(0, f32), f32[BM, BN + STAGE_PAD])
+            g = lane / 4
+            t4 = lane % 4
+            for mi in MTS:
+                for ni in NTS:
+                    r = wm0 + mi * 16 + g
+                    c = wn0 + ni * 8 + t4 * 2
+                    cst[r, c] = acc[mi, ni, 0]
+                    cst[r, c + 1] = acc[mi, ni, 1]
+                    cst[r + 8, c] = acc[mi, ni, 2]
+                    cst[r + 8, c + 1] = acc[mi, ni, 3]
+            syncthreads()
+            for it in range(E_ITERS):
+                idx = tid + it * THREADS
+                r = idx / VPR
+                c = idx % VPR * V
+                gm = m0 + r
+                gn = n0 + c
+                if gm < M:
+                    if VEC:
+                        if gn < N:
+                            ov = register_tensor(spec.out_dtype, [V])
                             for e in VS:
-                                if gn + e < N:
-                                    out[out_index(bz, gm, gn + e)] = epilogue(bz, gm, gn + e, cst[r, c + e])
+                                ov[e] = epilogue(bz, gm, gn + e, cst[r, c + e])
+                            dst = lcast(~out[0], ~i64)
+                            src = lcast(~ov[0], ~i64)
+                            dst[out_index(bz, gm, gn) / V] = src[0]
+                    else:
+                        for e in VS:
+                            if gn + e < N:
+                                out[out_index(bz, gm, gn + e)] = epilogue(bz, gm, gn + e, cst[r, c + e])
 
     kernel = module.functions[-1]
     kernel.params[:0] = ins + [out]

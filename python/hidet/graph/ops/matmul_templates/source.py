@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import List
 
-from .mma import MmaConfig, kernel_name, tiles, uses_workspace, vector_store, workspace_floats
+from .mma import MmaConfig, kernel_name, tiles, vector_store, workspace_floats
 from .spec import GemmSpec
 
 
@@ -54,7 +54,7 @@ def template_source(spec: GemmSpec, cfg, fallback: bool = True) -> str:
     if fallback:
         lines += _generic_lines(spec)
     for bound, c in ranges:
-        if uses_workspace(c):
+        if c.split_k > 1:
             m = spec.m if bound is None else bound
             suffix = c.name()
             lines += [f'__device__ float hidet_mm_workspace_{suffix}[{workspace_floats(spec, c, m)}];',
@@ -85,7 +85,7 @@ def template_source(spec: GemmSpec, cfg, fallback: bool = True) -> str:
     lines += [f'  if ({cond}) {{', '    void* workspace = nullptr;', '    void* counters = nullptr;']
     for bound, c in ranges:
         body = []
-        if uses_workspace(c):
+        if c.split_k > 1:
             suffix = c.name()
             body += [f'if (cudaGetSymbolAddress(&workspace, hidet_mm_workspace_{suffix}) != cudaSuccess ||',
                      f'    cudaGetSymbolAddress(&counters, hidet_mm_counters_{suffix}) != cudaSuccess)',

@@ -1,7 +1,6 @@
 """Search spaces of the tensor-core matmul template: level 0 is one default per shape class, level 1 a
 handful of tile shapes around it, level 2 the tile shapes x k-tile x pipeline depth x split-k. On sm_90
-(``wgmma=True``) the spaces also hold warpgroup (wgmma) configs, and large GEMMs default to one; level 2 adds
-their stream-K and TMA variants."""
+(``wgmma=True``) the spaces also hold warpgroup (wgmma) configs, and large GEMMs default to one."""
 from __future__ import annotations
 
 from dataclasses import replace
@@ -213,12 +212,7 @@ def _wgmma_space(spec: GemmSpec, level: int, sms: int, first: MmaConfig, wg_shap
                 if _k_tiles(spec, WG_BK) // s >= 4:
                     cfgs.append(MmaConfig(bm, bn, WG_BK, 64, wn, stages, s, True))
     cfgs = _valid(spec, cfgs)[:LEVEL2_WG_MAX]
-    # stream-K: the tiles' k-tiles shared evenly by as many blocks as fit on the GPU at once (no idle SMs in a
-    # last wave: resnet50's 14x14x256 convolution has 98 tiles of 64 x 256 for 132 SMs)
-    streams = [replace(c, split_k=1, stream_k=sms * max(1, min(2, MAX_SMEM // smem_bytes(spec, c))))
-               for c in cfgs if c.stages == 4]
-    twins = [replace(c, tma=True) for c in cfgs] if tma else []
-    return _valid(spec, cfgs + streams + twins)
+    return _valid(spec, cfgs + [replace(c, tma=True) for c in cfgs]) if tma else cfgs
 
 
 def describe_candidates(spec: GemmSpec, cfgs: List[MmaConfig]) -> str:
