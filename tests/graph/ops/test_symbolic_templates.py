@@ -88,6 +88,21 @@ def test_dispatch_source_picks_kernels_by_m_and_reads_rows_without_division():
     assert '% sym_seq' not in kernels and '/ sym_seq' not in kernels
 
 
+def test_dispatch_serves_ranges_without_tma():
+    """A range's kernel runs at any m of the range: a TMA config tuned at one m (tensor maps need static sizes)
+    gives its tiles to the range's kernel, copied by cp.async."""
+    from dataclasses import replace
+
+    task = _linear_residual().nodes[0].task
+    with hidet.option.context(cuda_arch='sm_90'):
+        template = find_matmul_template(task, 'cuda')
+        cfgs = [tpl.default() for _, _, tpl in template.points(task, 'cuda')]
+        tma = [replace(c, tma=True) if c.wgmma else c for c in cfgs]
+        assert any(c.tma for c in tma)
+        source = template.source_of(tma)
+        assert source == template.source_of(cfgs) and 'tma_load' not in source
+
+
 def test_flattened_rows_reshaped_back_get_the_dispatch():
     (node,) = _flattened_linear().nodes
     assert isinstance(find_matmul_template(node.task, 'cuda', 'sm_90'), SymbolicMmaTemplate)

@@ -67,12 +67,14 @@ class SymbolicMmaTemplate(GemmTemplate):
     def source_of(self, configs: List[MmaConfig]) -> str:
         from .source import template_source
 
+        from dataclasses import replace
+
         ranges = []
         for bound, cfg in zip(self.ranges, configs):
             if bound is None and cfg.split_k > 1:  # unbounded: no workspace size to give it
-                from dataclasses import replace
-
                 cfg = replace(cfg, split_k=1)
+            if cfg.tma:  # (tuned at one m; tensor maps need static sizes): the same tiles, copied by cp.async
+                cfg = replace(cfg, tma=False)
             if ranges and ranges[-1][1] == cfg:
                 ranges[-1] = (bound, cfg)  # the same kernel: one range
             else:
