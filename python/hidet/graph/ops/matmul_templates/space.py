@@ -11,7 +11,8 @@ from .spec import GemmSpec
 
 LEVEL1_MAX, LEVEL2_MAX = 8, 40
 LEVEL2_WG_MAX = 24  # (wgmma spaces: see _wgmma_space; plus the TMA twins of operands TMA can copy)
-LEVEL1_TMA = 4
+LEVEL1_TMA, LEVEL2_TMA = 4, 8  # TMA twins of the first candidates (4096^3 and 128x4096x4096: the first 8 hold
+# the winners; twins of all 24 made resnet50's max-autotune compile a third longer)
 DEFAULT_SMS = 132  # an H100 SXM; the GPU's own count when one is visible
 
 # (BM, BN, WM, WN): block tile and warp tile
@@ -217,7 +218,7 @@ def _wgmma_space(spec: GemmSpec, level: int, sms: int, first: MmaConfig, wg_shap
                 if _k_tiles(spec, WG_BK) // s >= 4:
                     cfgs.append(MmaConfig(bm, bn, WG_BK, 64, wn, stages, s, True))
     cfgs = _valid(spec, cfgs)[:LEVEL2_WG_MAX]
-    return _valid(spec, cfgs + [replace(c, tma=True) for c in cfgs]) if tma else cfgs
+    return _valid(spec, cfgs + [replace(c, tma=True) for c in cfgs[:LEVEL2_TMA]]) if tma else cfgs
 
 
 def describe_candidates(spec: GemmSpec, cfgs: List[MmaConfig]) -> str:
