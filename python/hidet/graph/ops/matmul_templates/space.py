@@ -11,8 +11,8 @@ from .spec import GemmSpec
 
 LEVEL1_MAX, LEVEL2_MAX = 8, 40
 LEVEL2_WG_MAX = 24  # (wgmma spaces: see _wgmma_space; plus the TMA twins of operands TMA can copy)
-LEVEL1_TMA, LEVEL2_TMA = 4, 8  # TMA twins of the first candidates (4096^3 and 128x4096x4096: the first 8 hold
-# the winners; twins of all 24 made resnet50's max-autotune compile a third longer)
+LEVEL1_TMA, LEVEL2_TMA = 4, 8  # TMA twins of the first candidates (the level-1 shapes: the winners measured on
+# 4096^3 and 128x4096x4096 were the default's twins; twins of all 24 would double a GEMM's tuning)
 DEFAULT_SMS = 132  # an H100 SXM; the GPU's own count when one is visible
 
 # (BM, BN, WM, WN): block tile and warp tile
