@@ -24,7 +24,7 @@ def parse(shape: str):
 
 
 def case(shape: str, dtype: str):
-    """(task, inputs, torch's output, bytes moved, torch's call)."""
+    """(task, inputs, torch's output, bytes moved (input, weight and output), torch's call)."""
     import torch
 
     import hidet
@@ -40,7 +40,12 @@ def case(shape: str, dtype: str):
         return torch.nn.functional.conv2d(x, wt, stride=s, padding=p, dilation=d, groups=c)
 
     ref = call()
-    return task, (x, wt), ref, (x.numel() + ref.numel()) * x.element_size(), call
+    return task, (x, wt), ref, (x.numel() + wt.numel() + ref.numel()) * x.element_size(), call
+
+
+def gbps(nbytes: int, ms: float) -> str:
+    """Bytes moved per second, in GB/s, of a kernel taking ``ms`` milliseconds (graph_time's unit)."""
+    return f'{nbytes / (ms * 1e-3) / 1e9:.0f}'
 
 
 def timed(launch, inputs, expected, args):
@@ -78,11 +83,11 @@ def main() -> None:
     for shape in args.shapes:
         task, inputs, expected, nbytes, torch_fn = case(shape, dtype)
         t_torch = graph_time(torch_fn, args.calls, args.repeat)
-        rows.append([shape, 'torch', f'{t_torch * 1e3:.1f}', f'{nbytes / t_torch / 1e9:.0f}', '1.00', '', ''])
+        rows.append([shape, 'torch', f'{t_torch * 1e3:.1f}', gbps(nbytes, t_torch), '1.00', '', ''])
         if not args.no_auto:
             path = build_libraries([(generate(schedule_task(task, 'cuda')), 'cuda', 'auto')])[0]
             t, err = timed(CompiledModule(path)['launch'], inputs, expected, args)
-            rows.append([shape, 'auto-scheduler', f'{t * 1e3:.1f}', f'{nbytes / t / 1e9:.0f}', f'{t_torch / t:.2f}',
+            rows.append([shape, 'auto-scheduler', f'{t * 1e3:.1f}', gbps(nbytes, t), f'{t_torch / t:.2f}',
                          '', f'max err {err:.3g}'])
         template = find(task, 'cuda')
         if template is None:
@@ -94,18 +99,19 @@ def main() -> None:
             build_s = time.perf_counter() - t0
             t, err = timed(launch, inputs, expected, args)
             cfg = choose_configs([(task, 'cuda', template)], space)[0].name()
-            rows.append([shape, f'hidet space {space}', f'{t * 1e3:.1f}', f'{nbytes / t / 1e9:.0f}',
+            rows.append([shape, f'hidet space {space}', f'{t * 1e3:.1f}', gbps(nbytes, t),
                          f'{t_torch / t:.2f}', cfg, f'{build_s:.1f} s, max err {err:.3g}'])
         if args.candidates:
             configs = template.space(2)
             paths = build_libraries([(template.source(c), 'cuda', 'candidate') for c in configs])
             for cfg, path in zip(configs, paths):
                 t, err = timed(CompiledModule(path)['launch'], inputs, expected, args)
-                rows.append([shape, 'candidate', f'{t * 1e3:.1f}', f'{nbytes / t / 1e9:.0f}', f'{t_torch / t:.2f}',
+                rows.append([shape, 'candidate', f'{t * 1e3:.1f}', gbps(nbytes, t), f'{t_torch / t:.2f}',
                              cfg.name(), f'max err {err:.3g}'])
     from tabulate import tabulate
 
-    print(f'{torch.cuda.get_device_name()} {dtype}: CUDA-graph kernel times (GB/s: input + output bytes)')
+    print(f'{torch.cuda.get_device_name()} {dtype}: CUDA-graph kernel times '
+          '(GB/s: input + weight + output bytes per second)')
     print(tabulate(rows, headers=['shape', 'kernel', 'us', 'GB/s', 'vs torch', 'config', 'notes']))
 
 

@@ -129,11 +129,43 @@ def test_spaces(shape):
         assert template.config_from_json(template.config_to_json(cfg)) == cfg
 
 
+# the H100's level-2 winners (float16, against cuDNN) of the shapes above: level 1 must keep them
+WINNERS = {0: '14x56v4', 1: '14x28v2', 2: '14x16v8', 5: '16x16v4'}
+
+
+def test_defaults_and_winners():
+    names = {}
+    for i, (xs, k, s, p) in enumerate(SHAPES):
+        template = find_depthwise_template(conv_task(xs, [xs[1], 1, k, k], s, p), 'cuda')
+        names[i] = [c.name() for c in template.space(1)]
+        if i in WINNERS:
+            assert WINNERS[i] in names[i], (xs, names[i])
+    # level 0: unstaged; as wide as the row up to 64 (VW 8 for 7x7); 16x16v4 on wider rows; direct for stride 2
+    assert [names[i][0] for i in (0, 1, 2, 5)] == ['14x56v4', '14x28v1h2d', '14x16v8', '16x16v4']
+    task, _ = fused_task(EPILOGUES['silu+residual'][0], *[(s, 'float16') for s in EPILOGUE_SHAPES['silu+residual']])
+    assert DepthwiseSpec(task).reads_residual and find_depthwise_template(task, 'cuda').default().staged
+    task, _ = fused_task(bias_relu, ([2, 6, 9, 9], 'float16'), ([6, 1, 3, 3], 'float16'), ([6], 'float16'))
+    assert not DepthwiseSpec(task).reads_residual and not find_depthwise_template(task, 'cuda').default().staged
+
+
+def test_pitch_spreads_a_warps_reads():
+    """A warp of vertical configs (one output column per thread, rows of fewer than 32 threads) reads 32
+    consecutive banks of the staged tile whatever the row pitch would have been."""
+    spec = DepthwiseSpec(conv_task([1, 8, 64, 64], [8, 1, 3, 3], padding=1))
+    for cfg in (DepthwiseConfig(16, 16, 1, vh=4), DepthwiseConfig(16, 8, 1, vh=2), DepthwiseConfig(32, 112, 1, vh=8)):
+        t = dw._Tiling(spec, cfg)
+        words = [(k // t.tpr) * cfg.vh * t.pitch + k % t.tpr for k in range(32)]
+        assert t.pitch >= t.cols and len({w % 32 for w in words}) == 32, (cfg.name(), t.pitch)
+    assert dw._Tiling(spec, DepthwiseConfig(16, 16, 1, vh=4, direct=True, staged=False)).floats == 0
+
+
 def test_check_rejects_configs_that_cannot_run():
     template = find_depthwise_template(conv_task([1, 8, 64, 64], [8, 1, 3, 3], padding=1), 'cuda')
     assert 'multiple' in template.check(DepthwiseConfig(8, 30, 4))
     assert 'threads' in template.check(DepthwiseConfig(64, 64, 1))
     assert 'shared memory' in template.check(DepthwiseConfig(128, 128, 32))
+    assert 'multiple of the outputs per thread vertically' in template.check(DepthwiseConfig(6, 32, 4, vh=4))
+    assert not template.check(DepthwiseConfig(128, 128, 32, direct=True, staged=False))  # no input tile
     assert template.config_from_json({'th': 8, 'tw': 30, 'vw': 4}) is None
     assert template.config_from_json({'tile': 3}) is None
     with pytest.raises(ValueError, match='depthwise config 8x30v4s'):
@@ -142,8 +174,9 @@ def test_check_rejects_configs_that_cannot_run():
 
 # ---------------------------------------------------------------------------------------------- nvcc, no GPU
 def test_cuda_sources_compile_with_nvcc():
-    """Default and other configs (staged or not, several outputs per thread, one) of a fused float16 stride-2
-    convolution, a bfloat16 7x7, a float32 5x5 with dilation and a channel multiplier, for sm_90 and sm_80."""
+    """Default (direct) and other configs (staged or not, several outputs per thread along rows or columns, direct
+    reads or a staged tile) of a fused float16 stride-2 convolution, a bfloat16 7x7, a float32 5x5 with dilation
+    and a channel multiplier, for sm_90 and sm_80."""
     from hidet.backend.cache import build_libraries
     from hidet.backend.compiler import CompilerNotFoundError, find_nvcc
 
@@ -153,19 +186,22 @@ def test_cuda_sources_compile_with_nvcc():
         pytest.skip('nvcc not found')
     fused, _ = fused_task(lambda x, w, b: ops.clamp(ops.conv2d(x, w, b, stride=2, padding=1, groups=24), 0.0, 6.0),
                           ([2, 24, 17, 19], 'float16'), ([24, 1, 3, 3], 'float16'), ([24], 'float16'))
-    cases = [(fused, None), (fused, DepthwiseConfig(3, 10, 1, staged=False)),
-             (conv_task([2, 40, 14, 14], [40, 1, 7, 7], padding=3, dtype='bfloat16'), DepthwiseConfig(7, 14, 2)),
+    cases = [(fused, None), (fused, DepthwiseConfig(4, 10, 2)),
+             (conv_task([2, 40, 14, 14], [40, 1, 7, 7], padding=3, dtype='bfloat16'),
+              DepthwiseConfig(14, 14, 2, staged=False, vh=7)),
              (conv_task([1, 6, 20, 21], [12, 1, 5, 5], padding=4, dilation=2, dtype='float32'),
-              DepthwiseConfig(5, 24, 8, staged=False))]
+              DepthwiseConfig(6, 24, 8, vh=2, direct=True))]
     sources = []
     for task, cfg in cases:
         template = find_depthwise_template(task, 'cuda')
         cfg = cfg or template.default()
         assert not template.check(cfg), template.check(cfg)
         sources.append(template.source(cfg))
-        assert '__shared__' in sources[-1] and 'HIDET_KERNEL_EXPORT int32_t launch(' in sources[-1]
-    assert '__syncthreads();' in sources[0] and 'hidet::max<float>' in sources[0]  # the relu6 epilogue
-    assert sources[1].count('__syncthreads();') == 1  # unstaged: one barrier
+        assert 'HIDET_KERNEL_EXPORT int32_t launch(' in sources[-1]
+    assert find_depthwise_template(fused, 'cuda').default().direct  # stride 2: no input tile, no barrier
+    assert '__syncthreads();' not in sources[0] and 'hidet::max<float>' in sources[0]  # the relu6 epilogue
+    assert sources[1].count('__syncthreads();') == 2 and sources[2].count('__syncthreads();') == 1  # staged or not
+    assert sources[3].count('__syncthreads();') == 1  # direct, staged: the results' barrier alone
     with hidet.option.context(cuda_arch='sm_90'):
         paths = build_libraries([(s, 'cuda', 'depthwise-template-test') for s in sources])
     with hidet.option.context(cuda_arch='sm_80'):
@@ -216,21 +252,24 @@ CPU_CASES = [  # (input, weight, stride, padding, dilation): odd sizes, no size 
     ([1, 4, 7, 7], [4, 1, 7, 7], 2, 3, 1),
     ([2, 3, 5, 5], [3, 1, 3, 3], 1, 0, 1),
     ([1, 3, 12, 11], [3, 1, 3, 3], 1, 2, 2),
-    ([1, 2, 9, 8], [2, 1, 3, 5], (2, 1), (1, 2), 1),
+    ([1, 2, 10, 8], [2, 1, 3, 5], (3, 1), (1, 2), 1),
     ([1, 3, 10, 9], [6, 1, 3, 3], 1, 1, 1),  # channel multiplier 2
+    ([1, 3, 21, 18], [3, 1, 5, 5], 2, 2, 1),  # the CUDA default: direct, a column of 4 outputs per thread
 ]
 
 
 @pytest.mark.parametrize('case', CPU_CASES, ids=str)
 def test_cpu_twin_matches_torch(case):
     """Configs of the CPU's and CUDA's spaces (the CPU runs any config: the same script), and small tiles, several
-    along each axis with ragged last ones, of other heights than widths, staged or not, float32."""
+    along each axis with ragged last ones, of other heights than widths, staged or not, outputs per thread along
+    rows and columns, read from a staged tile or directly, float32."""
     xs, ws, s, p, d = case
     task = conv_task(xs, ws, s, p, d, groups=xs[1], dtype='float32')
     cpu_space = DepthwiseTemplate(DepthwiseSpec(task), 'cpu').space(2)
     cuda_space = DepthwiseTemplate(DepthwiseSpec(task), 'cuda').space(2)
-    small = [DepthwiseConfig(3, 4, 2), DepthwiseConfig(2, 6, 3, staged=False)]
-    configs = list(dict.fromkeys(cpu_space[:2] + cpu_space[-1:] + cuda_space[:1] + cuda_space[-1:] + small))
+    small = [DepthwiseConfig(3, 4, 2), DepthwiseConfig(4, 6, 3, staged=False, vh=2),
+             DepthwiseConfig(6, 5, 1, staged=False, vh=3, direct=True), DepthwiseConfig(4, 4, 2, vh=2, direct=True)]
+    configs = list(dict.fromkeys(cpu_space[:1] + cuda_space[:1] + cuda_space[-1:] + small))
     x, w = _rand(xs, 'float32'), _rand(ws, 'float32', seed=1)
     expected = F.conv2d(x.double(), w.double(), None, s, p, d, xs[1]).float()
     check_all(task, 'cpu', configs, [x, w], expected, 1e-4)
@@ -279,7 +318,8 @@ def test_cpu_twin_fused(name):
         args[3] = args[3].abs() + 0.5  # a variance
     expected = ref(*args)
     configs = DepthwiseTemplate(DepthwiseSpec(task), 'cpu').space(2)
-    check_all(task, 'cpu', [configs[0], configs[-1], DepthwiseConfig(4, 6, 2, staged=False)],
+    check_all(task, 'cpu', [configs[0], configs[-1], DepthwiseConfig(4, 6, 2, staged=False, vh=2),
+                            DepthwiseConfig(4, 5, 1, vh=2, direct=True, staged=name == 'silu+residual')],
               [args[i] for i in order], expected, 2e-3 if expected.dtype == torch.float16 else 1e-4)
 
 

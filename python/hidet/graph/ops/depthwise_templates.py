@@ -9,13 +9,18 @@ input element is read kh x kw times, through the padding test and index arithmet
 The kernel: a block computes a TH x TW tile of one (n, channel) plane. It stages the input tile with its halo
 ((TH - 1) * stride + (kh - 1) * dilation + 1 rows, likewise columns) in shared memory as float32, zero in
 the padding, evaluating any fused prologue once per element, with consecutive threads on consecutive
-columns (coalesced); and the plane's kh x kw weights. Then each thread computes VW consecutive outputs of a
-row: per window row it copies the (VW - 1) * stride + (kw - 1) * dilation + 1 input values its outputs share
-into registers once and accumulates kw x VW products from them, in float32. The fused epilogue (bias,
-batch-norm scale and shift, activation, residual add, cast, reshape) runs per output on the accumulator,
-split from the task by the matmul templates' rules (matmul_templates/spec.py), so both accept the same fused
-operators. In *staged* configs the accumulators first go to shared memory, so that the epilogue runs with
-consecutive threads on consecutive outputs: its stores and residual reads coalesce.
+columns (coalesced), each thread issuing up to MAX_CHUNK loads before storing them; and the plane's kh x kw
+weights. Then each thread computes a VH x VW patch of outputs (VW consecutive outputs of a row, VH rows): per
+input row its windows read, it copies the (VW - 1) * stride + (kw - 1) * dilation + 1 values its outputs
+share into registers once and accumulates them into every output whose window covers the row, in float32.
+The tile's row pitch is chosen so that the reads of a warp spread over the banks (_pitch). *Direct* configs
+stage nothing: each thread reads its rows from global memory (through L1; neighbouring threads share lines)
+and its weights into registers, no barrier (for strides of 2 and more, where a staged tile holds ~4 inputs
+per output). The fused epilogue (bias, batch-norm scale and shift, activation, residual add, cast, reshape)
+runs per output on the accumulator, split from the task by the matmul templates' rules
+(matmul_templates/spec.py), so both accept the same fused operators. In *staged* configs the accumulators
+first go to shared memory, so that the epilogue runs with consecutive threads on consecutive outputs: its
+stores and residual reads coalesce.
 
 The CPU twin is the same script: a block is an iteration of an OpenMP loop, its threads run one after
 another (``for tid in range(THREADS)``), shared memory is a stack array, and the barrier is the boundary
@@ -29,6 +34,7 @@ of 2^31 elements or more, epilogues that the matmul templates refuse (reductions
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, replace
+from functools import lru_cache
 from typing import Dict, List, Optional, Sequence
 
 from hidet.drivers.templates import Template
@@ -46,6 +52,7 @@ MAX_THREADS = 1024
 MAX_SHARED_BYTES = 48 * 1024  # static shared memory of a block
 TARGETS = ('cuda',)  # the targets the finder serves (the CPU twin is built on request: the tests)
 MAX_CPU_TILE_FLOATS = 16 * 1024  # the CPU twin's tile lives on the thread's stack (64 KiB)
+MAX_CHUNK = 16  # global loads a thread issues at once while staging the input tile
 
 
 class NotDepthwise(Exception):
@@ -54,17 +61,20 @@ class NotDepthwise(Exception):
 
 @dataclass(frozen=True)
 class DepthwiseConfig:
-    th: int  # output rows of a block's tile
-    tw: int  # output columns of a block's tile
-    vw: int  # consecutive outputs of a row per thread (tw is a multiple of it)
+    th: int  # output rows of a block's tile (a multiple of vh)
+    tw: int  # output columns of a block's tile (a multiple of vw)
+    vw: int  # consecutive outputs of a row per thread
     staged: bool = True  # results pass through shared memory, so the epilogue's reads and stores coalesce
+    vh: int = 1  # consecutive outputs of a column per thread (the input rows their windows share are read once)
+    direct: bool = False  # no input tile: each thread reads its windows from global memory (through L1)
 
     @property
     def threads(self) -> int:
-        return self.th * (self.tw // self.vw)
+        return (self.th // self.vh) * (self.tw // self.vw)
 
     def name(self) -> str:
-        return f'{self.th}x{self.tw}v{self.vw}' + ('s' if self.staged else '')
+        return (f'{self.th}x{self.tw}v{self.vw}' + (f'h{self.vh}' if self.vh > 1 else '')
+                + ('d' if self.direct else '') + ('s' if self.staged else ''))
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -144,6 +154,9 @@ class DepthwiseSpec:
         self._acc = Var('acc', float32)
         self._axes = [Var(f'c{i}', int64) for i in range(4)]  # (n, o, oh, ow) of the anchor
         self._epi, self._out_index, _, _ = _epilogue(task, anchor, r, self._acc, self._axes)
+        # the epilogue reads a tensor per output (a residual add), not just per channel (bias, batch norm)
+        size = self.n * self.o * self.oh * self.ow
+        self.reads_residual = any(_numel(e.tensor.shape) >= size for e in collect(self._epi, TensorElement))
 
     def _match_indices(self, anchor: TensorNode, r: ReduceCompute, xe: TensorElement, we: TensorElement, cond):
         nn, oo, oh, ow = anchor.definition.axes
@@ -240,41 +253,78 @@ def _numel(shape: Sequence[int]) -> int:
 
 
 # ---------------------------------------------------------------------------------------------- the kernel
+@lru_cache(maxsize=None)
+def _pitch(cols: int, threads: int, tpr: int, step: int, row_step: int) -> int:
+    """The row pitch (cols to cols + 31 floats) of the staged input tile that spreads the compute loop's
+    shared-memory reads over the most banks: thread k reads word (k / tpr) * row_step * pitch + k % tpr * step
+    (plus an offset common to the block), cost = wavefronts (the most distinct words of one bank) summed over
+    the block's first 4 warps. Threads of one row are ``step`` words apart whatever the pitch (a VW-way
+    conflict for VW consecutive outputs per thread at stride 1); the pitch decides how the rows of a warp
+    interleave (with vh = vw = 1 and tpr < 32, a pitch of row_step * pitch = tpr (mod 32) makes a warp's reads
+    consecutive words)."""
+    best = (None, cols)
+    for p in range(cols, cols + 32):
+        cost = 0
+        for w0 in range(0, min(threads, 128), 32):
+            banks: Dict[int, set] = {}
+            for k in range(w0, min(w0 + 32, threads)):
+                a = (k // tpr) * row_step * p + k % tpr * step
+                banks.setdefault(a % 32, set()).add(a)
+            cost += max(len(words) for words in banks.values())
+        if best[0] is None or cost < best[0]:
+            best = (cost, p)
+    return best[1]
+
+
 class _Tiling:
-    """The sizes a config gives a task: tiles per plane, the staged input tile and its row pitch."""
+    """The sizes a config gives a task: tiles per plane, the staged input tile and its row pitch, the input rows
+    a thread reads."""
 
     def __init__(self, spec: DepthwiseSpec, cfg: DepthwiseConfig):
         (sh, sw), (dh, dw) = spec.stride, spec.dilation
         self.tiles_h, self.tiles_w = -(-spec.oh // cfg.th), -(-spec.ow // cfg.tw)
         self.tiles = self.tiles_h * self.tiles_w
         self.blocks = spec.n * spec.o * self.tiles
+        self.tpr = cfg.tw // cfg.vw  # threads per row of the tile
         self.rows = (cfg.th - 1) * sh + (spec.kh - 1) * dh + 1
         self.cols = (cfg.tw - 1) * sw + (spec.kw - 1) * dw + 1
-        # an odd pitch: the threads of a warp on different rows read different banks
-        self.pitch = self.cols | 1
         self.seg = (cfg.vw - 1) * sw + (spec.kw - 1) * dw + 1  # input values a thread's outputs share per row
+        # the input rows of a thread's windows (offsets from the first one), each with the (output row, window
+        # row) pairs that read it: with vh outputs in a column, a row shared by several is read once
+        uses: Dict[int, List[tuple]] = {}
+        for v in range(cfg.vh):
+            for k in range(spec.kh):
+                uses.setdefault(v * sh + k * dh, []).append((v, k))
+        self.row_uses = sorted(uses.items())
         self.kh_kw = spec.kh * spec.kw
         self.res_pitch = cfg.tw | 1  # (odd: a thread's VW results are VW words apart from its neighbour's)
         self.res_floats = cfg.th * self.res_pitch if cfg.staged else 0
+        if cfg.direct:  # no input tile; the weights go to registers straight from global memory
+            self.pitch, self.tile_floats = 0, 0
+        else:
+            self.pitch = _pitch(self.cols, cfg.threads, self.tpr, cfg.vw * sw, cfg.vh * sh)
+            self.tile_floats = self.rows * self.pitch + self.kh_kw
 
     @property
     def floats(self) -> int:
         """Shared memory (CUDA) or stack (CPU) of a block, in floats."""
-        return self.rows * self.pitch + self.res_floats + self.kh_kw
+        return self.tile_floats + self.res_floats
 
 
 def check_config(spec: DepthwiseSpec, cfg: DepthwiseConfig, target: str) -> str:
     """Why ``cfg`` cannot run ``spec`` on ``target`` ('' when it can)."""
-    if min(cfg.th, cfg.tw, cfg.vw) <= 0:
+    if min(cfg.th, cfg.tw, cfg.vw, cfg.vh) <= 0:
         return 'sizes must be positive'
     if cfg.tw % cfg.vw:
         return 'the tile width is not a multiple of the outputs per thread'
+    if cfg.th % cfg.vh:
+        return 'the tile height is not a multiple of the outputs per thread vertically'
+    if cfg.threads > MAX_THREADS and target == 'cuda':
+        return f'{cfg.threads} threads per block (at most {MAX_THREADS})'
     t = _Tiling(spec, cfg)
     if t.blocks > INT32_MAX:
         return 'too many blocks'
     if target == 'cuda':
-        if cfg.threads > MAX_THREADS:
-            return f'{cfg.threads} threads per block (at most {MAX_THREADS})'
         if t.floats * 4 > MAX_SHARED_BYTES:
             return 'the input tile does not fit in shared memory'
     elif t.floats > MAX_CPU_TILE_FLOATS:
@@ -301,11 +351,16 @@ def build_script_module(spec: DepthwiseSpec, cfg: DepthwiseConfig, target: str):
     CUDA = target == 'cuda'
     KIND = 'cuda_kernel' if CUDA else 'cpu_kernel'
     BLOCKS, THREADS, TILES, TILES_W = t.blocks, cfg.threads, t.tiles, t.tiles_w
-    TH, TW, VW, TPR = cfg.th, cfg.tw, cfg.vw, cfg.tw // cfg.vw
+    TH, TW, VW, VH, TPR, GROUPS = cfg.th, cfg.tw, cfg.vw, cfg.vh, t.tpr, cfg.th // cfg.vh
     O, MULT, H, W, OH, OW, KH, KW = spec.o, spec.mult, spec.h, spec.wd, spec.oh, spec.ow, spec.kh, spec.kw
-    (SH, SW), (DH, DW), (PH, PW) = spec.stride, spec.dilation, spec.padding
-    ROWS, COLS, PITCH, SEG = t.rows, t.cols, t.pitch, t.seg
-    STAGED, RES_PITCH, RES_FLOATS = cfg.staged, t.res_pitch, max(t.res_floats, 1)
+    (SH, SW), DW, (PH, PW) = spec.stride, spec.dilation[1], spec.padding  # (row dilation: in ROW_USES)
+    ROWS, COLS, PITCH, SEG, ROW_USES = t.rows, t.cols, t.pitch, t.seg, t.row_uses
+    STAGED, DIRECT, RES_PITCH, RES_FLOATS = cfg.staged, cfg.direct, t.res_pitch, max(t.res_floats, 1)
+    TILE_FLOATS = max(ROWS * PITCH, 1)
+    CHUNK = min(-(-ROWS * COLS // THREADS), MAX_CHUNK)  # staged input elements per thread and chunk
+    CHUNKS = -(-ROWS * COLS // (THREADS * CHUNK))
+    OUT_CHUNK = min(-(-TH * TW // THREADS), MAX_CHUNK)
+    OUT_CHUNKS = -(-TH * TW // (THREADS * OUT_CHUNK))
     U = 'u' if CUDA else '.'  # register loops: unrolled by nvcc (so the arrays live in registers)
     alloc = shared_tensor if CUDA else register_tensor
     x_value, w_value, out_index, epilogue = spec.x_value, spec.w_value, spec.out_index, spec.epilogue
@@ -327,7 +382,7 @@ def build_script_module(spec: DepthwiseSpec, cfg: DepthwiseConfig, target: str):
                 attr.cuda_grid_dim = BLOCKS
                 attr.cuda_block_dim = THREADS
             for blk in blocks():
-                tile = alloc(f32, [ROWS * PITCH])  # the input tile and its halo, zero in the padding
+                tile = alloc(f32, [TILE_FLOATS])  # the input tile and its halo, zero in the padding
                 wts = alloc(f32, [KH * KW])
                 res = alloc(f32, [RES_FLOATS])  # the accumulators, rows RES_PITCH apart (staged configs)
                 n = blk / (TILES * O)
@@ -337,56 +392,83 @@ def build_script_module(spec: DepthwiseSpec, cfg: DepthwiseConfig, target: str):
                 ci = o / MULT
                 ih0 = oh0 * SH - PH
                 iw0 = ow0 * SW - PW
+                if not DIRECT:  # (decided at translation) stage the input tile and the weights
+                    for tid in threads():
+                        # a thread's elements in chunks of CHUNK: the chunk's loads are all issued before its
+                        # stores (a load in flight per thread is far from what hides the memory's latency)
+                        buf = register_tensor(f32, [CHUNK])
+                        for c in range(CHUNKS):
+                            for k in grid(CHUNK, attrs=U):
+                                i = tid + (c * CHUNK + k) * THREADS
+                                ih = ih0 + i / COLS
+                                iw = iw0 + i % COLS
+                                v: f32 = 0.0
+                                if i < ROWS * COLS and ih >= 0 and ih < H and iw >= 0 and iw < W:
+                                    v = x_value(n, ci, ih, iw)
+                                buf[k] = v
+                            for k in grid(CHUNK, attrs=U):
+                                i = tid + (c * CHUNK + k) * THREADS
+                                if i < ROWS * COLS:
+                                    tile[i / COLS * PITCH + i % COLS] = buf[k]
+                        for i in range(tid, KH * KW, THREADS):
+                            wts[i] = w_value(o, i / KW, i % KW)
+                    if CUDA:
+                        syncthreads()
                 for tid in threads():
-                    for i in range(tid, ROWS * COLS, THREADS):
-                        r = i / COLS
-                        q = i % COLS
-                        ih = ih0 + r
-                        iw = iw0 + q
-                        v: f32 = 0.0
-                        if ih >= 0 and ih < H and iw >= 0 and iw < W:
-                            v = x_value(n, ci, ih, iw)
-                        tile[r * PITCH + q] = v
-                    for i in range(tid, KH * KW, THREADS):
-                        wts[i] = w_value(o, i / KW, i % KW)
-                if CUDA:
-                    syncthreads()
-                for tid in threads():
-                    for item in range(tid, TH * TPR, THREADS):
-                        r = item / TPR
+                    for item in range(tid, GROUPS * TPR, THREADS):
+                        r0 = item / TPR * VH
                         j0 = item % TPR * VW
-                        oh = oh0 + r
+                        oh = oh0 + r0
                         ow = ow0 + j0
                         if oh < OH and ow < OW:
-                            acc = register_tensor(f32, [VW])
+                            acc = register_tensor(f32, [VH * VW])
                             seg = register_tensor(f32, [SEG])
-                            for j in grid(VW, attrs=U):
+                            wr = register_tensor(f32, [KH * KW])
+                            for j in grid(VH * VW, attrs=U):
                                 acc[j] = 0.0
-                            for kh in grid(KH, attrs=U):
-                                base = (r * SH + kh * DH) * PITCH + j0 * SW
-                                for e in grid(SEG, attrs=U):
-                                    seg[e] = tile[base + e]
-                                for kw in grid(KW, attrs=U):
-                                    wv = wts[kh * KW + kw]
-                                    for j in grid(VW, attrs=U):
-                                        acc[j] += seg[j * SW + kw * DW] * wv
+                            for i in grid(KH * KW, attrs=U):
+                                if DIRECT:
+                                    wr[i] = w_value(o, i / KW, i % KW)
+                                else:
+                                    wr[i] = wts[i]
+                            for off, uses in ROW_USES:  # (unrolled at translation) the input rows
+                                if DIRECT:  # from global memory
+                                    ih = ih0 + r0 * SH + off
+                                    iw = iw0 + j0 * SW
+                                    for e in grid(SEG, attrs=U):
+                                        x: f32 = 0.0
+                                        if ih >= 0 and ih < H and iw + e >= 0 and iw + e < W:
+                                            x = x_value(n, ci, ih, iw + e)
+                                        seg[e] = x
+                                else:
+                                    base = (r0 * SH + off) * PITCH + j0 * SW
+                                    for e in grid(SEG, attrs=U):
+                                        seg[e] = tile[base + e]
+                                for dv, kh in uses:  # (unrolled at translation) the outputs reading the row
+                                    for kw in grid(KW, attrs=U):
+                                        wv = wr[kh * KW + kw]
+                                        for j in grid(VW, attrs=U):
+                                            acc[dv * VW + j] += seg[j * SW + kw * DW] * wv
                             if STAGED:
-                                for j in grid(VW, attrs=U):
-                                    res[r * RES_PITCH + j0 + j] = acc[j]
+                                for dv, j in grid(VH, VW, attrs=U):
+                                    res[(r0 + dv) * RES_PITCH + j0 + j] = acc[dv * VW + j]
                             else:
-                                for j in grid(VW, attrs=U):
-                                    if ow + j < OW:
-                                        out[out_index(n, o, oh, ow + j)] = epilogue(n, o, oh, ow + j, acc[j])
+                                for dv, j in grid(VH, VW, attrs=U):
+                                    if oh + dv < OH and ow + j < OW:
+                                        out[out_index(n, o, oh + dv, ow + j)] = epilogue(n, o, oh + dv, ow + j,
+                                                                                         acc[dv * VW + j])
                 if STAGED:  # the epilogue with consecutive threads on consecutive outputs
                     if CUDA:
                         syncthreads()
                     for tid in threads():
-                        for i in range(tid, TH * TW, THREADS):
-                            oh = oh0 + i / TW
-                            ow = ow0 + i % TW
-                            if oh < OH and ow < OW:
-                                a = res[i / TW * RES_PITCH + i % TW]
-                                out[out_index(n, o, oh, ow)] = epilogue(n, o, oh, ow, a)
+                        for c in range(OUT_CHUNKS):  # (unrolled chunks: the epilogue's loads, if any, overlap)
+                            for k in grid(OUT_CHUNK, attrs=U):
+                                i = tid + (c * OUT_CHUNK + k) * THREADS
+                                oh = oh0 + i / TW
+                                ow = ow0 + i % TW
+                                if i < TH * TW and oh < OH and ow < OW:
+                                    a = res[i / TW * RES_PITCH + i % TW]
+                                    out[out_index(n, o, oh, ow)] = epilogue(n, o, oh, ow, a)
 
     kernel = module.functions[-1]
     kernel.params[:0] = spec.values.ins + [out]
@@ -401,33 +483,111 @@ def _balanced(extent: int, cap: int, multiple: int) -> int:
     return -(-size // multiple) * multiple
 
 
-def _tile(spec: DepthwiseSpec, vw: int, cap_w: int, threads: int) -> DepthwiseConfig:
-    """Tiles of about ``cap_w`` columns and ``threads`` threads that split the plane evenly; staged unless a
-    thread computes a single output (then a warp's stores are consecutive anyway)."""
+def _tile(spec: DepthwiseSpec, vw: int, cap_w: int, threads: int, vh: int = 1, staged: bool = False,
+          direct: bool = False) -> DepthwiseConfig:
+    """Tiles of about ``cap_w`` columns (the whole row when it is narrower) and ``threads`` threads that split
+    the plane evenly, rows in groups of ``vh`` (the most groups under the thread budget whose tiles overrun
+    the plane by at most an eighth of its rows, or failing that the least overrun)."""
     tw = _balanced(spec.ow, cap_w, vw)
-    th = _balanced(spec.oh, max(1, threads // (tw // vw)), 1)
-    return DepthwiseConfig(th, tw, vw, staged=vw > 1)
+    if vh == 1:
+        th = _balanced(spec.oh, max(1, threads // (tw // vw)), 1)
+    else:
+        groups = range(1, max(1, min(threads // (tw // vw), -(-spec.oh // vh))) + 1)
+        overrun = {g: -(-spec.oh // (g * vh)) * g * vh - spec.oh for g in groups}
+        fits = [g for g in groups if overrun[g] * 8 <= spec.oh]
+        th = (max(fits) if fits else min(groups, key=lambda g: (overrun[g], -g))) * vh
+    return DepthwiseConfig(th, tw, vw, staged, vh, direct)
 
 
-def default_vw(ow: int) -> int:
-    return 4 if ow >= 16 else 2 if ow >= 8 else 1
+def _fit(v: int, extent: int) -> int:
+    """``v`` halved until it is at most ``extent`` (outputs per thread along an axis of ``extent`` outputs)."""
+    while v > 1 and v > extent:
+        v //= 2
+    return v
+
+
+def default_config(spec: DepthwiseSpec) -> DepthwiseConfig:
+    """Level 0, from the level-2 winners on the H100 (float16, CUDA-graph times against cuDNN; the unstaged
+    configs won every shape: the staging barrier and shared-memory round trip cost more than the strided
+    stores they avoid):
+
+    - rows of at most 64 outputs: a tile as wide as the row, 4 outputs per thread (8 for windows of 5x5 and
+      more), about 256 threads: 8x96x56x56 3x3 14x56v4 9.5 us (cuDNN 8.8, the old default 14x28v4s 14.0);
+      8x384x14x14 7x7 14x16v8 7.6 us (cuDNN 26.1; 14x14v2s 11.3);
+    - wider rows: 16x16 tiles of 4 outputs per thread (64 threads): 32x32x112x112 3x3 16x16v4 48.1 us (cuDNN
+      35.4; 16x28v4s 66.3);
+    - stride 2 or more: no input tile (``direct``), a thread reads its windows through L1 (the staged tile of a
+      stride-2 window holds ~4 inputs per output, loaded with index arithmetic and a barrier before any
+      compute), a column of 2 outputs per thread (4 for 5x5 and larger windows: the rows between them are
+      read once): the auto-scheduler's thread per output ran 8x144x56x56 3x3 s2 in 5.8 us against the tile's
+      best 9.1 (14x28v2) and cuDNN's 10.1;
+    - staged only when the epilogue reads a tensor per output (a residual add: its reads then coalesce).
+
+    Those times predate the chunked staging loop: nvcc then unrolled the loop of 16x16v4 alone among the
+    112x112 candidates (5 iterations; the others issued one load at a time), which may be why it won there.
+    """
+    big = max(spec.kh, spec.kw) >= 5
+    staged = spec.reads_residual
+    if max(spec.stride) > 1:
+        return _tile(spec, 1, 64, 256, vh=_fit(4 if big else 2, spec.oh), staged=staged, direct=True)
+    vw = _fit(8 if big else 4, spec.ow)
+    if spec.ow <= 64:
+        return _tile(spec, vw, 64, 256, staged=staged)
+    return _tile(spec, vw, 16, 64, staged=staged)
+
+
+def _cuda_candidates(spec: DepthwiseSpec) -> List[DepthwiseConfig]:
+    """Level-1 and level-2 candidates, best guesses first (level 1 takes the first 8 that fit)."""
+    first = default_config(spec)
+    vw = _fit(8 if max(spec.kh, spec.kw) >= 5 else 4, spec.ow)
+    kh = spec.kh
+    level1 = [
+        first,
+        _tile(spec, vw, 64, 256),  # rows of <= 64 outputs: 14x56v4, 14x16v8 (the stride-1 winners)
+        _tile(spec, 2, 64, 256),  # 14x28v2 (the staged tile's best at 8x144x56x56 s2)
+        _tile(spec, 4, 16, 64),  # 16x16v4 (the best at 112x112)
+        # a column of outputs per thread: a warp's tile reads are consecutive words (VW outputs of a row per
+        # thread read VW-way conflicting banks), its stores coalesce unstaged
+        _tile(spec, 1, 64, 256, vh=4),
+        _tile(spec, 1, 128, 512, vh=8),  # 112x112: 24x112v1h8, its input tile 26x114 (halo 10%, 16x16's 27%)
+        _tile(spec, 1, 64, 256, vh=2, direct=True),
+        _tile(spec, 1, 64, 256, vh=4, direct=True),
+    ]
+    level2 = [
+        _tile(spec, 2, 64, 256, vh=2, direct=True),
+        _tile(spec, 1, 64, 128, direct=True),  # the auto-scheduler's thread per output
+        _tile(spec, 2, 64, 256, direct=True),
+        _tile(spec, 1, 64, 512, vh=8),  # 112x112: 56x56v1h8
+        _tile(spec, 2, 64, 256, vh=4),
+        _tile(spec, 2, 64, 256, vh=kh),  # a column of a window's height: 7x7 on 14x14 in two row groups
+        _tile(spec, vw, 64, 256, vh=2),
+        _tile(spec, 1, 128, 256, vh=8),  # 112x112: 16x112v1h8
+        _tile(spec, 1, 32, 128, vh=4),
+        _tile(spec, 2, 128, 512, vh=8),  # 112x112: 56x112v2h8 (56 x 7 threads)
+        _tile(spec, 1, 128, 1024, vh=4),  # 112x112: 28x112v1h4 (112 x 7 threads)
+        replace(first, staged=not first.staged),
+        _tile(spec, vw, 64, 256, staged=True),
+        _tile(spec, 1, 64, 256, vh=2, direct=True, staged=True),
+        _tile(spec, 1, 64, 256, vh=4, staged=True),
+    ]
+    older = [_tile(spec, v, cw, tn, staged=st) for st in (False, True) for v in (4, 2, 8, 1) for cw in (32, 64, 16)
+             for tn in (128, 256, 64)]
+    return level1 + level2 + older
 
 
 def space(spec: DepthwiseSpec, target: str, level: int) -> List[DepthwiseConfig]:
-    """Level 0: one config per shape class: 4 outputs per thread on rows of 16 or more (2 on rows of 8-15, else
-    1), tiles of about 32 columns and 128 threads. Levels 1 and 2: up to 8 and 32 candidates over outputs per
-    thread, tile widths, block sizes and staging. The CPU twin: 8 outputs per thread (g++ vectorizes the
-    accumulation), tiles of about 64 columns."""
+    """Level 0: default_config (one config per shape class). Levels 1 and 2: up to 8 and 32 candidates over
+    outputs per thread (along rows and columns), tile sizes, staging and direct reads (_cuda_candidates). The
+    CPU twin: 8 outputs per thread (g++ vectorizes the accumulation), tiles of about 64 columns."""
     if target == 'cpu':
-        first = _tile(spec, 8, 64, 128)
-        tiles = [_tile(spec, vw, cw, tn) for vw in (8, 4, 16) for cw in (64, 32) for tn in (128, 512)]
+        first = _tile(spec, 8, 64, 128, staged=True)
+        tiles = [_tile(spec, vw, cw, tn, staged=True) for vw in (8, 4, 16) for cw in (64, 32) for tn in (128, 512)]
+        cands = [first] + [c for t in tiles for c in (t, replace(t, staged=not t.staged))]
     else:
-        first = _tile(spec, default_vw(spec.ow), 32, 128)
-        tiles = [_tile(spec, vw, cw, tn) for vw in (4, 2, 8, 1) for cw in (32, 64, 16) for tn in (128, 256, 64)]
-    cands = [first] + [c for t in tiles for c in (t, replace(t, staged=not t.staged))]
+        cands = _cuda_candidates(spec)
     seen, out = set(), []
     for c in cands:
-        if c not in seen and c.vw <= spec.ow and not check_config(spec, c, target):
+        if c not in seen and c.vw <= spec.ow and c.vh <= spec.oh and not check_config(spec, c, target):
             seen.add(c)
             out.append(c)
     return out[:1 if level == 0 else 8 if level == 1 else 32]
@@ -436,7 +596,7 @@ def space(spec: DepthwiseSpec, target: str, level: int) -> List[DepthwiseConfig]
 class DepthwiseTemplate(Template):
     """The depthwise convolution template applied to one task on one target."""
 
-    name = 'depthwise-conv2d-v1'
+    name = 'depthwise-conv2d-v2'
     config_class = DepthwiseConfig
 
     def __init__(self, spec: DepthwiseSpec, target: str):
