@@ -4,16 +4,21 @@ PassContext.set_use_tensor_core; mma m16n8k8), fp32 accumulation.
 
 A block computes a BM x BN tile of C (its warps WM x WN tiles each) over its share of K:
 
-- global → shared: a ``stages``-deep cp.async pipeline (direct operands: 16-byte copies, zero-filled past
-  the edges; 16 bytes are 8 fp16/bf16 or 4 fp32 elements; gathered operands — an implicit GEMM's channels-last input — the same from an address and a
-  padding predicate computed per 16-byte chunk); a computed operand (a prologue such as a cast) is evaluated per element instead and stored
-  by the threads. Shared rows are padded by 16 bytes, so ldmatrix reads 8 rows from 8 bank groups.
+- global → shared: a ``stages``-deep cp.async pipeline of 16-byte copies (8 fp16/bf16 or 4 fp32 elements),
+  zero-filled past the edges. A thread's chunks of a tile share one column: direct operands step one pointer
+  per tile by constant strides (no bounds test where tiles divide the shape); gathered operands (an implicit
+  GEMM's channels-last input) keep the row parts of their offsets and padding tests in registers and add the
+  k parts once per tile (values.RowSplit); a computed operand (a prologue such as a cast) is evaluated per
+  element and stored by the threads. Shared rows are padded by 16 bytes, so ldmatrix reads 8 rows from 8
+  bank groups.
 - shared → registers: ldmatrix (``.trans`` where the operand's contiguous dimension is m or n); TF32
   fragments are read element by element. ``mma.sync`` with fp32 accumulators.
 - wgmma configs (``wgmma=True``, sm_90): a warpgroup (4 warps) computes 64 x WN of the tile with
   ``wgmma.mma_async`` reading both operands from shared memory, where the tiles are stored with the 128-byte
   swizzle (k-tile of 64: rows of 128 bytes; see hidet.lang.cuda.wgmma) instead of padded rows. The pipeline keeps
   one wgmma group in flight, so a stage is refilled two tiles after its use: S - 2 tiles are loaded ahead.
+  TMA configs (``tma=True``, direct aligned operands): thread 0 copies a stage's tiles with TMA boxes of tensor
+  maps (kernel parameters built by the launch entry) and the block waits on the stage's mbarrier.
 - split-k (``split_k > 1``): the blocks of a tile write fp32 partial tiles to a workspace; the last to finish
   (a counter per tile) sums them in split order (deterministic), resets the counter and runs the epilogue.
 - epilogue: the accumulators go through shared memory (fp32, padded) so that each thread then computes
