@@ -15,7 +15,9 @@ from hidet.lang.cuda import (activemask, atomic_add, atomic_cas, atomic_exchange
                              cp_async_wait_group, dynamic_shared_memory, ldmatrix, mma_sync, shared_tensor,
                              shfl_down_sync, shfl_sync, shfl_up_sync, shfl_xor_sync, syncthreads, syncthreads_and,
                              syncthreads_count, syncthreads_or, syncwarp, threadfence, threadfence_block, threadIdx,
-                             fence_proxy_async, wgmma, wgmma_commit_group, wgmma_fence, wgmma_wait_group)
+                             fence_proxy_async, wgmma, wgmma_commit_group, wgmma_fence, wgmma_wait_group,
+                             fence_mbarrier_init, mbarrier_arrive_expect_tx, mbarrier_init, mbarrier_wait,
+                             tma_load_im2col)
 
 
 # ---------------------------------------------------------------------------------------------- kernels
@@ -245,6 +247,73 @@ def wgmma_module(dtype=f16, b_k_major: bool = True):
     return script_module
 
 
+def im2col_module(shape, lower, upper, strides, pixels: int, coords, offsets):
+    """One TMA im2col copy (sm_90): ``pixels`` pixels x 64 channels of a channels-last float16 x[n, h, w, c]
+    (bounding box corners ``lower`` / ``upper`` and traversal ``strides`` of the tensor map, window origin
+    ``coords`` (c, w, h, n), window offsets (w, h)) into 128-byte swizzled shared memory, then out[pixels, 64]
+    unswizzled. The tensor map is a kernel parameter over x, as the matmul template's (mma.py)."""
+    from hidet.ir.expr import Var
+    from hidet.ir.type import Im2col, TensorMapType, TensorType
+
+    n, h, w, c = shape
+    x = Var('x', f16, type=TensorType(f16, [n * h * w * c], 'pointer'))
+    tmap = Var('tmap', f16, type=TensorMapType(x, [c, w, h, n], [c * 2, w * c * 2, h * w * c * 2], [64, pixels], 0,
+                                                Im2col(lower, upper, strides)))
+    coords, offsets = list(coords), list(offsets)
+
+    with hidet.script_module() as script_module:
+        @hidet.script
+        def im2col_copy(out: f16[pixels, 64]):
+            attr.cuda_grid_dim = 1
+            attr.cuda_block_dim = 128
+            attr.cuda_dynamic_smem_bytes = pixels * 128 + 1008
+            s = view(dynamic_shared_memory(0, f16, 1024), f16[pixels * 64])
+            bar = shared_tensor(i64, [1])
+            tid = threadIdx.x
+            if tid == 0:
+                mbarrier_init(~bar[0], 1)
+                fence_mbarrier_init()
+            syncthreads()
+            if tid == 0:
+                mbarrier_arrive_expect_tx(~bar[0], pixels * 128)
+                tma_load_im2col(~s[0], tmap, ~bar[0], coords, offsets)
+            mbarrier_wait(~bar[0], 0)
+            for i in range(pixels * 64 // 128):
+                q = tid + i * 128
+                r = q // 64
+                col = q % 64
+                out[r, col] = s[r * 64 + (col // 8 ^ r % 8) * 8 + col % 8]
+    kernel = script_module.functions[-1]
+    kernel.params[:0] = [x]
+    kernel.params.append(tmap)
+    return script_module
+
+
+def im2col_reference(x, lower, upper, strides, pixels, coords, offsets):
+    """What TMA's im2col mode copies: the window origins of the bounding box (w, then h, then n, by the
+    traversal strides) from ``coords`` on, each shifted by ``offsets``, 64 channels from c; zeros outside x."""
+    n, h, w, c = x.shape
+    c0, w0, h0, n0 = coords
+    ow, oh = offsets
+    hs = range(lower[1], h + upper[1], strides[2])
+    ws = range(lower[0], w + upper[0], strides[1])
+    origins = [(b, i, j) for b in range(n0, n0 + pixels + 1) for i in hs for j in ws]
+    start = origins.index((n0, h0, w0))
+    out = torch.zeros(pixels, 64, dtype=x.dtype, device=x.device)
+    for p, (b, i, j) in enumerate(origins[start:start + pixels]):
+        if b < n and 0 <= i + oh < h and 0 <= j + ow < w:
+            out[p] = x[b, i + oh, j + ow, c0:c0 + 64]
+    return out
+
+
+# (shape, lower (w, h), upper (w, h), traversal strides (c, w, h, n), pixels, coords (c, w, h, n), offsets (w, h))
+IM2COL_CASES = {
+    'padded_strided': ((2, 5, 7, 128), (-2, -1), (0, -1), (1, 2, 1, 1), 64, (64, -2, -1, 0), (1, 2)),
+    'across_images': ((3, 4, 5, 64), (0, 0), (0, 0), (1, 1, 1, 1), 64, (0, 3, 2, 0), (0, 0)),
+    'conv3x3_s2': ((2, 9, 8, 64), (-1, -1), (-2, -1), (1, 2, 2, 1), 128, (0, -1, 1, 0), (2, 1)),  # 5 x 4 outputs
+}
+
+
 ALL_MODULES = {'naive_matmul': naive_matmul_module, 'tiled_matmul': tiled_matmul_module,
                'reduction': reduction_module, 'mma_f16': lambda: mma_module(f16), 'mma_bf16': lambda: mma_module(bf16),
                'intrinsics': intrinsics_module}
@@ -278,6 +347,15 @@ def test_wgmma_script_compiles_for_sm90(name):
     with hidet.option.context(cuda_arch='sm_90'):
         built = WGMMA_MODULES[name]().build()
     assert 'hidet::lang::wgmma_m64k16<64, 0, ' in built.source and 'dynamic_smem_aligned<1024>' in built.source
+
+
+@pytest.mark.parametrize('case', list(IM2COL_CASES))
+def test_tma_im2col_script_compiles_for_sm90(case):
+    _nvcc_or_skip()
+    with hidet.option.context(cuda_arch='sm_90'):
+        built = im2col_module(*IM2COL_CASES[case]).build()
+    assert 'hidet::lang::tma_load_im2col(' in built.source and 'make_im2col_tensor_map<__half>' in built.source
+    assert [name for name, _, _ in built['im2col_copy'].params] == ['x', 'out']  # (the launch builds the map)
 
 
 def test_wgmma_argument_errors():
@@ -453,3 +531,18 @@ def test_intrinsics():
     assert io.tolist() == [64, 63, -63, 7, 5, 3 * 1000 + 4, 0xF, 10 * 100 + 1 * 10 + 1]
     assert lo.tolist() == [64 << 40, 63]
     assert ho.item() == 32.0 and bo.item() == 64.0 and do.item() == 16.0
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize('case', list(IM2COL_CASES))
+def test_tma_im2col_copies_windows(case):
+    """TMA's im2col mode as the matmul template uses it: the corners' order (w, h), traversal strides, window
+    offsets, zeros in the padding and past the last image, the 128-byte swizzle of each pixel's row."""
+    if torch.cuda.get_device_capability() != (9, 0):
+        pytest.skip('TMA im2col needs an sm_90 GPU')
+    shape, lower, upper, strides, pixels, coords, offsets = IM2COL_CASES[case]
+    x = torch.randn(*shape, device='cuda').half()
+    out = torch.full((pixels, 64), float('nan'), device='cuda').half()
+    im2col_module(*IM2COL_CASES[case]).build()(x, out)
+    expected = im2col_reference(x, lower, upper, strides, pixels, coords, offsets)
+    assert torch.equal(out, expected)

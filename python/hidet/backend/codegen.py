@@ -497,15 +497,21 @@ def _tensor_map_lines(gen: CodeGen, f: Function, p: Var, buffer_of) -> List[str]
 
     name, elem = gen.name(p), gen.storage_type(t.dtype)
     base = f'(const {elem}*)buffers[{buffer_of[id(t.tensor)]}] + ({gen.expr(convert(t.offset))})'
-    return [f'  CUtensorMap {name};',
-            '  {',
-            f'    const uint64_t dims_[] = {{{values(t.dims, "uint64_t")}}};',
-            f'    const uint64_t strides_[] = {{{values(t.strides, "uint64_t")}}};',
-            f'    const uint32_t box_[] = {{{values(t.box, "uint32_t")}}};',
-            f'    std::string err = hidet::lang::make_tensor_map<{elem}>(&{name}, {base}, {len(t.dims)}, dims_, '
-            'strides_, box_);',
-            f'    if (!err.empty()) return hidet::fail("{f.name}: tensor map {p.name}: " + err);',
-            '  }']
+    lines = [f'  CUtensorMap {name};',
+             '  {',
+             f'    const uint64_t dims_[] = {{{values(t.dims, "uint64_t")}}};',
+             f'    const uint64_t strides_[] = {{{values(t.strides, "uint64_t")}}};']
+    if t.im2col is None:
+        lines += [f'    const uint32_t box_[] = {{{values(t.box, "uint32_t")}}};',
+                  f'    std::string err = hidet::lang::make_tensor_map<{elem}>(&{name}, {base}, {len(t.dims)}, dims_, '
+                  'strides_, box_);']
+    else:
+        w = t.im2col
+        lines += [f'    const int lower_[] = {{{values(w.lower, "int")}}}, upper_[] = {{{values(w.upper, "int")}}};',
+                  f'    const uint32_t traversal_[] = {{{values(w.strides, "uint32_t")}}};',
+                  f'    std::string err = hidet::lang::make_im2col_tensor_map<{elem}>(&{name}, {base}, dims_, strides_, '
+                  f'lower_, upper_, {values(t.box, "uint32_t")}, traversal_);']
+    return lines + [f'    if (!err.empty()) return hidet::fail("{f.name}: tensor map {p.name}: " + err);', '  }']
 
 
 def forwarding_launch(label: str, kernel: str, num_buffers: int, num_dims: int = 0) -> List[str]:

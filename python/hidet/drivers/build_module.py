@@ -15,6 +15,7 @@ from hidet.backend.cache import build_library
 from hidet.backend.codegen import generate
 from hidet.ir.dtypes import DataType, data_type
 from hidet.ir.stmt import Function, IRModule
+from hidet.ir.type import TensorMapType
 from hidet.runtime.compiled_module import CompiledFunction, CompiledModule
 
 _LOADED: Dict[str, CompiledModule] = {}
@@ -69,8 +70,8 @@ class ScriptKernel:
         self._compiled = compiled
         self.name = func.name
         self.target = target
-        # (name, is_scalar, dtype) per parameter
-        self.params = [(p.name, p.type is None, p.dtype) for p in func.params]
+        # (name, is_scalar, dtype) per parameter (but tensor maps: the launch entry builds them)
+        self.params = [(p.name, p.type is None, p.dtype) for p in func.params if not isinstance(p.type, TensorMapType)]
 
     def __call__(self, *args, stream=None) -> None:
         if len(args) != len(self.params):

@@ -66,17 +66,39 @@ class TensorType:
         return f'{self.dtype!r}{list(self.shape)}@{self.scope}'
 
 
+class Im2col:
+    """TMA's im2col mode of a tensor map over a channels-last input ([c, w, h, n] innermost first): a copy
+    reads pixels per column pixels (traversing w, then h, then n, each by its ``strides`` step, inside the
+    bounding box from ``lower`` to the spatial sizes plus ``upper``, innermost first; both corners within
+    [-128, 127]) of channels per pixel channels each, from coordinates shifted by the window offsets it is
+    given; positions outside the tensor read zeros."""
+
+    def __init__(self, lower: Sequence[int], upper: Sequence[int], strides: Sequence[int]):
+        self.lower, self.upper, self.strides = tuple(lower), tuple(upper), tuple(strides)
+
+    def __repr__(self) -> str:
+        return f'Im2col(lower={list(self.lower)}, upper={list(self.upper)}, strides={list(self.strides)})'
+
+
 class TensorMapType:
     """A TMA tensor map over kernel parameter ``tensor`` (a Var of TensorType): ``dims`` (innermost first) of
     ``tensor.dtype`` elements from element ``offset``, ``strides`` the byte strides of dims 1.. (multiples of 16),
     copied in boxes of ``box`` elements with the 128-byte swizzle. Sizes are ints or expressions of the
-    kernel's scalar parameters."""
+    kernel's scalar parameters. With ``im2col`` (Im2col; 4 dims [c, w, h, n]) a box is (channels per
+    pixel, pixels per column) of TMA's im2col mode."""
 
-    def __init__(self, tensor, dims: Sequence, strides: Sequence, box: Sequence[int], offset=0):
-        if not 2 <= len(dims) <= 3 or len(strides) != len(dims) - 1 or len(box) != len(dims):
+    def __init__(self, tensor, dims: Sequence, strides: Sequence, box: Sequence[int], offset=0,
+                 im2col: Im2col = None):
+        if im2col is not None:
+            if len(dims) != 4 or len(strides) != 3 or len(box) != 2 or len(im2col.lower) != 2 or \
+                    len(im2col.upper) != 2 or len(im2col.strides) != 4:
+                raise ValueError(f'an im2col tensor map has 4 dims [c, w, h, n] with a stride each but the first, a '
+                                 f'box of (channels, pixels), 2 corners and 4 traversal strides; got dims {list(dims)}, '
+                                 f'strides {list(strides)}, box {list(box)}, {im2col}')
+        elif not 2 <= len(dims) <= 3 or len(strides) != len(dims) - 1 or len(box) != len(dims):
             raise ValueError(f'a tensor map has 2 or 3 dims with a stride each but the first and a box size each, got '
                              f'dims {list(dims)}, strides {list(strides)}, box {list(box)}')
-        self.tensor, self.offset = tensor, offset
+        self.tensor, self.offset, self.im2col = tensor, offset, im2col
         self.dims, self.strides, self.box = tuple(dims), tuple(strides), tuple(box)
 
     @property
@@ -84,7 +106,8 @@ class TensorMapType:
         return self.tensor.type.dtype
 
     def __repr__(self) -> str:
-        return f'TensorMap({self.tensor.name}, dims={list(self.dims)}, box={list(self.box)})'
+        mode = f', {self.im2col}' if self.im2col is not None else ''
+        return f'TensorMap({self.tensor.name}, dims={list(self.dims)}, box={list(self.box)}{mode})'
 
 
 Type = Union[DataType, PointerType, TensorType, TensorMapType]

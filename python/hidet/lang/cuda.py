@@ -341,3 +341,22 @@ def tma_load(dst, tensor_map, bar, *coords):
     args = [as_pointer(dst, 'tma_load: dst'), tensor_map, _barrier(bar, 'tma_load: bar')]
     args += [cast(_scalar(c, 'a coordinate'), 'int32') for c in coords]
     return PrimCall(f'cuda_tma_load_{len(coords)}d', args, void)
+
+
+def tma_load_im2col(dst, tensor_map, bar, coords, offsets):
+    """Copy a column of pixels of ``tensor_map`` (a TensorMapType kernel parameter with ``im2col``, over a
+    channels-last [n, h, w, c] input) to shared ``dst`` (1024-byte aligned), completing ``bar``'s transaction
+    bytes (sm_90): ``coords`` (c, w, h, n) is the first pixel's window origin (inside the map's bounding box),
+    ``offsets`` (w, h) the window position added to every pixel (0 to 65535). Pixels outside the input read
+    zeros; ``dst`` receives (pixels per column) rows of (channels per pixel) elements."""
+    t = type_of(tensor_map)
+    if not isinstance(t, TensorMapType) or t.im2col is None:
+        raise TypeError(f'tma_load_im2col: tensor_map must be an im2col tensor-map kernel parameter, got '
+                        f'{describe(tensor_map)}')
+    if len(coords) != 4 or len(offsets) != 2:
+        raise TypeError(f'tma_load_im2col: expected 4 coordinates (c, w, h, n) and 2 offsets (w, h), got '
+                        f'{len(coords)} and {len(offsets)}')
+    args = [as_pointer(dst, 'tma_load_im2col: dst'), tensor_map, _barrier(bar, 'tma_load_im2col: bar')]
+    args += [cast(_scalar(c, 'a coordinate'), 'int32') for c in coords]
+    args += [cast(_scalar(o, 'an offset'), 'int32') for o in offsets]
+    return PrimCall('cuda_tma_load_im2col_4d', args, void)

@@ -232,12 +232,14 @@ def test_config_checks():
     assert 'stages' in check_config(spec, MmaConfig(128, 128, 32, 64, 64, 1))
     assert 'shared memory' in check_config(spec, MmaConfig(256, 256, 64, 64, 128, 8))
     assert 'k splits' in check_config(spec, MmaConfig(128, 128, 64, 64, 64, 3, 8))
-    # TMA: wgmma configs over operands read straight from aligned rows
+    # TMA: wgmma configs over operands read straight from aligned rows, or a convolution's input (im2col)
     assert check_config(spec, MmaConfig(128, 128, 64, 64, 128, 4, 1, True, True)) == ''
     assert 'wgmma' in check_config(spec, MmaConfig(128, 128, 32, 64, 64, 3, tma=True))
-    conv = ops.conv2d_channels_last(hidet.symbol([2, 8, 8, 64], 'float16', 'cuda'),
-                                    hidet.symbol([64, 3, 3, 64], 'float16', 'cuda'), padding=1).trace[0].task
-    assert 'gathered' in check_config(match_gemm(conv, fold_k=True), MmaConfig(64, 64, 64, 64, 64, 4, 1, True, True))
+    for c, why in ((64, ''), (32, 'multiple of 64')):
+        conv = ops.conv2d_channels_last(hidet.symbol([2, 8, 8, c], 'float16', 'cuda'),
+                                        hidet.symbol([64, 3, 3, c], 'float16', 'cuda'), padding=1).trace[0].task
+        got = check_config(match_gemm(conv, fold_k=True), MmaConfig(64, 64, 64, 64, 64, 4, 1, True, True))
+        assert (why in got) if why else got == ''
     odd = match_gemm(matmul_task([256, 250], [250, 256]))  # rows of 250 elements: not 16-byte aligned
     assert 'aligned' in check_config(odd, MmaConfig(128, 128, 64, 64, 128, 4, 1, True, True))
 
@@ -364,6 +366,9 @@ def test_wgmma_sources_compile_with_nvcc():
                      ([2, 64, 14, 14], 'float16'), ([64, 64, 3, 3], 'float16'))[-1], None),
     ]
     tasks_cfgs += [(task, replace(cfg, tma=True)) for task, cfg in tasks_cfgs[:3]]  # TMA: plain, split-k, batched
+    conv = ops.conv2d_channels_last(hidet.symbol([2, 9, 11, 64], 'float16', 'cuda'),
+                                    hidet.symbol([128, 3, 3, 64], 'float16', 'cuda'), stride=(2, 1), padding=(1, 2))
+    tasks_cfgs.append((conv.trace[0].task, MmaConfig(128, 128, 64, 64, 128, 4, 2, True, True)))  # im2col TMA
     with hidet.option.context(cuda_arch='sm_90'):
         assert default_config(match_gemm(plain), wgmma=True).wgmma
         sources = []
@@ -375,6 +380,7 @@ def test_wgmma_sources_compile_with_nvcc():
             sources.append(template.source(cfg))
             assert 'hidet::lang::wgmma_m64k16<' in sources[-1] and 'dynamic_smem_aligned<1024>' in sources[-1]
             assert ('hidet::lang::tma_load(' in sources[-1] and 'make_tensor_map' in sources[-1]) == cfg.tma
+        assert 'hidet::lang::tma_load_im2col(' in sources[-1] and 'make_im2col_tensor_map' in sources[-1]
         paths = build_libraries([(s, 'cuda', 'matmul-template-test') for s in sources])
     assert all(os.path.exists(p) for p in paths)
 
@@ -427,6 +433,67 @@ def test_gather_rows_split_offsets_and_padding_tests(x_shape, w_shape, stride, p
         ok = all({'<': r < v, '<=': r <= v, '>': r > v, '>=': r >= v}[op]
                  for (i, op, side), r, v in ((c, rows[c[0]], _eval(c[2], env)) for c in split.conds))
         assert ok == want_ok, (m, k)
+
+
+def _conv_spec(x_shape, w_shape, stride, padding, dilation):
+    xs, ws = hidet.symbol(x_shape, 'float16', 'cuda'), hidet.symbol(w_shape, 'float16', 'cuda')
+    y = ops.conv2d_channels_last(xs, ws, stride=stride, padding=padding, dilation=dilation)
+    return match_gemm(y.trace[0].task, fold_k=True)
+
+
+@pytest.mark.parametrize('x_shape,w_shape,stride,padding,dilation', [
+    ([2, 9, 11, 64], [64, 3, 3, 64], (2, 1), (1, 2), (1, 2)), ([1, 12, 10, 128], [96, 5, 5, 128], 2, 2, 1),
+    ([3, 10, 10, 64], [64, 1, 3, 64], 1, (0, 1), 1), ([4, 8, 8, 64], [128, 1, 1, 64], 2, 0, 1),
+    ([2, 7, 7, 512], [64, 3, 3, 512], 1, 1, 1)], ids=str)
+def test_conv_window_gives_the_gather_and_the_im2col_box(x_shape, w_shape, stride, padding, dilation):
+    """A convolution's gathered input is recognized as its window (ConvWindow): the element at (m, k) is the
+    input at the window position the sizes, strides, padding and dilation give; TMA's im2col box then has
+    exactly the output positions as window origins, and the im2col TMA twins are offered only when asked."""
+    import random
+
+    from hidet.graph.ops.matmul_templates.mma import im2col_corners, im2col_window, tma_unsupported
+
+    spec = _conv_spec(x_shape, w_shape, stride, padding, dilation)
+    win = spec.a.gather.window
+    n, h, w, c = x_shape
+    oh, ow = win.out
+    kh, kw = w_shape[1:3]
+    assert win.input == tuple(x_shape) and win.kernel == (kh, kw) and spec.m == n * oh * ow
+    rng = random.Random(0)
+    for _ in range(200):
+        m, k = rng.randrange(spec.m), rng.randrange(spec.k // 8) * 8
+        b, p, q = m // (oh * ow), m // ow % oh, m % ow
+        r, s, ch = k // (kw * c), k // c % kw, k % c
+        y = p * win.stride[0] - win.padding[0] + r * win.dilation[0]
+        x = q * win.stride[1] - win.padding[1] + s * win.dilation[1]
+        env = {id(spec.m_var): m, id(spec.k_var): k}
+        inside = 0 <= y < h and 0 <= x < w
+        assert (bool(_eval(spec.a.gather.valid, env)) if spec.a.gather.valid is not None else True) == inside
+        if inside:
+            assert _eval(spec.a.gather.offset, env) == ((b * h + y) * w + x) * c + ch
+    (lw, lh), (uw, uh) = im2col_corners(win)
+    assert len(range(lh, h + uh, win.stride[0])) == oh and len(range(lw, w + uw, win.stride[1])) == ow
+    assert im2col_window(spec) == win and tma_unsupported(spec) == ''
+    with hidet.option.context(cuda_arch='sm_90'):
+        template = find_matmul_template(spec.task, 'cuda')
+        assert not any(cfg.tma for cfg in template.space(2))
+        assert any(cfg.tma for cfg in template.space(2, im2col=True)) == (spec.m > 64)
+
+
+def test_conv_window_only_where_im2col_fits():
+    """No window (or no im2col) where TMA cannot copy the gather: channels not a multiple of 64 (a k-tile
+    would straddle window positions), a gather that is not a convolution's (merged heads)."""
+    from hidet.graph.ops.matmul_templates.mma import im2col_window, tma_unsupported
+
+    spec = _conv_spec([2, 9, 9, 32], [16, 3, 3, 32], 1, 1, 1)
+    assert spec.a.gather.window is not None and im2col_window(spec) is None
+    assert 'convolution' in tma_unsupported(spec)
+    q = hidet.symbol([2, 4, 32, 64], 'float16', 'cuda')
+    w = hidet.symbol([256, 96], 'float16', 'cuda')
+    y = ops.matmul(ops.reshape(ops.transpose(q, 1, 2), [2, 32, 256]), w)  # heads x dim merged into k
+    spec = match_gemm(hidet.graph.optimize(hidet.trace_from(y, [q, w])).nodes[0].task)
+    if spec.a.gather is not None:
+        assert spec.a.gather.window is None
 
 
 # ---------------------------------------------------------------------------------------------- on the GPU
@@ -520,6 +587,36 @@ def test_every_convolution_candidate(x_shape, w_shape, stride, padding, dilation
         return y.permute(0, 2, 3, 1).half().contiguous()
 
     _check_candidates(task, lambda: (x, w), reference)
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize('x_shape,w_shape,stride,padding,dilation', [
+    ([3, 9, 11, 64], [72, 3, 3, 64], 1, 1, 1), ([2, 14, 13, 64], [64, 3, 3, 64], 2, 1, 1),
+    ([2, 9, 11, 64], [40, 3, 3, 64], (2, 1), (1, 2), (1, 2)), ([2, 12, 12, 128], [40, 3, 3, 128], 1, 2, 2),
+    ([4, 8, 8, 64], [128, 1, 1, 64], 2, 0, 1), ([4, 7, 7, 512], [512, 3, 3, 512], 1, 1, 1)], ids=str)
+def test_im2col_tma_convolution_configs(x_shape, w_shape, stride, padding, dilation):
+    """sm_90: TMA configs of convolutions (A copied by im2col columns, B by boxes) of every wgmma tile shape,
+    3 and 4 stages, split-k 1 and 2 (ragged m and n, strides, asymmetric padding and dilation, a strided 1x1,
+    tiles spanning images) against torch."""
+    from hidet.graph.ops.matmul_templates.space import WG_SHAPES
+
+    xs, ws = hidet.symbol(x_shape, 'float16', 'cuda'), hidet.symbol(w_shape, 'float16', 'cuda')
+    task = ops.conv2d_channels_last(xs, ws, stride=stride, padding=padding, dilation=dilation).trace[0].task
+    template = find_matmul_template(task, 'cuda')
+    if template is None or not template.wgmma:
+        pytest.skip('TMA configs need an sm_90 GPU')
+    configs = [MmaConfig(bm, bn, 64, 64, wn, st, sk, True, True) for bm, bn, wn in WG_SHAPES for st in (3, 4)
+               for sk in (1, 2)]
+    configs = [c for c in configs if not template.check(c)]
+    assert len(configs) >= 8
+    x, w = _rand(x_shape, 'float16'), _rand(w_shape, 'float16', 1 / math.sqrt(w_shape[1] * w_shape[2] * w_shape[3]))
+
+    def reference(x, w):
+        y = torch.nn.functional.conv2d(x.permute(0, 3, 1, 2).float(), w.permute(0, 3, 1, 2).float(), None, stride,
+                                       padding, dilation)
+        return y.permute(0, 2, 3, 1).half().contiguous()
+
+    _check_candidates(task, lambda: (x, w), reference, configs)
 
 
 @pytest.mark.cuda

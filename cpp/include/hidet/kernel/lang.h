@@ -281,20 +281,36 @@ __device__ __forceinline__ void tma_load(void* dst, const CUtensorMap* map, uint
       : "memory");
 }
 
-// Host: the driver's cuTensorMapEncodeTiled (through the runtime, so libraries need no -lcuda), or null.
-inline PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder() {
-  static const PFN_cuTensorMapEncodeTiled_v12000 fn = [] {
-    void* p = nullptr;
-    cudaDriverEntryPointQueryResult found;
+// TMA im2col mode: a column of pixels of a channels-last [n, h, w, c] tensor map (cuTensorMapEncodeIm2col)
+// from window origin (c, w, h, n), every pixel shifted by the window offsets (ow, oh).
+__device__ __forceinline__ void tma_load_im2col(void* dst, const CUtensorMap* map, uint64_t* bar, int c, int w, int h,
+                                                int n, uint16_t ow, uint16_t oh) {
+  asm volatile(
+      "cp.async.bulk.tensor.4d.shared::cluster.global.im2col.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4, %5, %6}], "
+      "[%2], {%7, %8};\n" ::"r"(shared_address(dst)), "l"(reinterpret_cast<uint64_t>(map)), "r"(shared_address(bar)),
+      "r"(c), "r"(w), "r"(h), "r"(n), "h"(ow), "h"(oh)
+      : "memory");
+}
+
+// Host: a driver function (CUDA 12.0's version) through the runtime, so libraries need no -lcuda; or null.
+inline void* driver_function(const char* name) {
+  void* p = nullptr;
+  cudaDriverEntryPointQueryResult found;
 #if CUDART_VERSION >= 12050
-    cudaError_t err = cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &p, 12000, cudaEnableDefault, &found);
+  cudaError_t err = cudaGetDriverEntryPointByVersion(name, &p, 12000, cudaEnableDefault, &found);
 #else
-    cudaError_t err = cudaGetDriverEntryPoint("cuTensorMapEncodeTiled", &p, cudaEnableDefault, &found);
+  cudaError_t err = cudaGetDriverEntryPoint(name, &p, cudaEnableDefault, &found);
 #endif
-    return err == cudaSuccess && found == cudaDriverEntryPointSuccess
-               ? reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(p)
-               : nullptr;
-  }();
+  return err == cudaSuccess && found == cudaDriverEntryPointSuccess ? p : nullptr;
+}
+
+inline PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder() {
+  static const auto fn = reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(driver_function("cuTensorMapEncodeTiled"));
+  return fn;
+}
+
+inline PFN_cuTensorMapEncodeIm2col_v12000 im2col_tensor_map_encoder() {
+  static const auto fn = reinterpret_cast<PFN_cuTensorMapEncodeIm2col_v12000>(driver_function("cuTensorMapEncodeIm2col"));
   return fn;
 }
 
@@ -317,6 +333,22 @@ inline std::string make_tensor_map(CUtensorMap* map, const void* base, int rank,
                       CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
                       CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
   return r == CUDA_SUCCESS ? std::string() : "cuTensorMapEncodeTiled failed with CUresult " + std::to_string(int(r));
+}
+
+// Host: an im2col tensor map over a channels-last [n, h, w, c] tensor at `base` (dims innermost first: c, w, h,
+// n; strides in bytes of w, h, n): copies of `pixels` pixels (traversing w, h, n by `traversal` steps inside the
+// bounding box from `lower` to the sizes plus `upper`, corners given as (w, h)) of `channels` channels each,
+// with the 128-byte swizzle. Returns an error message, or "" on success.
+template <typename T>
+inline std::string make_im2col_tensor_map(CUtensorMap* map, const void* base, const uint64_t* dims,
+                                          const uint64_t* strides, const int* lower, const int* upper,
+                                          uint32_t channels, uint32_t pixels, const uint32_t* traversal) {
+  PFN_cuTensorMapEncodeIm2col_v12000 encode = im2col_tensor_map_encoder();
+  if (encode == nullptr) return "the CUDA driver has no cuTensorMapEncodeIm2col (TMA needs CUDA 12 and an sm_90 GPU)";
+  CUresult r = encode(map, tensor_map_dtype<T>(), 4, const_cast<void*>(base), dims, strides, lower, upper, channels,
+                      pixels, traversal, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                      CU_TENSOR_MAP_L2_PROMOTION_L2_128B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  return r == CUDA_SUCCESS ? std::string() : "cuTensorMapEncodeIm2col failed with CUresult " + std::to_string(int(r));
 }
 
 #endif  // __CUDACC__

@@ -35,10 +35,12 @@ class MmaMatmulTemplate(GemmTemplate):
         super().__init__(spec)
         self.wgmma = wgmma  # an sm_90 GPU: the spaces hold warpgroup (wgmma) configs
 
-    def space(self, level: int) -> List[MmaConfig]:
-        from .space import space
+    def space(self, level: int, im2col: Optional[bool] = None) -> List[MmaConfig]:
+        """The candidates of ``level``; ``im2col``: with TMA twins of a convolution's (default: as tuning offers
+        them, space.IM2COL_TWINS)."""
+        from .space import IM2COL_TWINS, space
 
-        return space(self.spec, level, wgmma=self.wgmma)
+        return space(self.spec, level, wgmma=self.wgmma, im2col=IM2COL_TWINS if im2col is None else im2col)
 
     def source(self, config: MmaConfig, fallback: bool = True) -> str:
         from .source import template_source

@@ -31,7 +31,7 @@ import functools
 from dataclasses import asdict, dataclass
 from typing import Optional
 
-from .spec import GemmSpec
+from .spec import ConvWindow, GemmSpec
 from .values import GemmValues, _prod, row_split
 
 STAGE_PAD = 8    # floats of padding per row of the epilogue's staging tile
@@ -191,14 +191,57 @@ def check_config(spec: GemmSpec, cfg: MmaConfig) -> str:
 
 def tma_unsupported(spec: GemmSpec) -> str:
     """Why TMA cannot copy the operands of ``spec`` ('' when it can): both read straight from 16-byte aligned
-    rows (direct), static sizes, at most one batch dimension."""
-    if not (spec.a.vector_ok and spec.b.vector_ok):
-        return 'TMA copies operands read straight from aligned rows of an input (not gathered or computed)'
+    rows (direct), or A through a 2-D convolution's window (im2col_window), static sizes, at most one batch
+    dimension."""
+    if not ((spec.a.vector_ok or im2col_window(spec) is not None) and spec.b.vector_ok):
+        return ('TMA copies operands read straight from aligned rows of an input, or A through a 2-D convolution\'s '
+                'window with channels a multiple of 64 (not other gathers or computed operands)')
     if spec.task.symbols():
         return 'TMA configs need static sizes'
     if len(spec.batch_vars) > 1:
         return 'TMA configs take at most one batch dimension'
     return ''
+
+
+def im2col_corners(window: ConvWindow):
+    """The bounding box of TMA's im2col mode over ``window``'s input, as (lower, upper) corners of (w, h): the
+    window origins of its output positions, -padding to -padding + (out - 1) * stride, relative to (0, 0) and
+    to the input's far side."""
+    lower, upper = [], []
+    for i in (1, 0):  # w, then h
+        size, out, s, p = window.input[1 + i], window.out[i], window.stride[i], window.padding[i]
+        lower.append(-p)
+        upper.append(-p + (out - 1) * s + 1 - size)
+    return lower, upper
+
+
+def im2col_window(spec: GemmSpec) -> Optional[ConvWindow]:
+    """The convolution window of a gathered A that TMA's im2col mode can copy, or None: channels a multiple of
+    the k-tile (each k-tile lies at one window position), bounding-box corners within [-128, 127], strides up
+    to 8, window offsets under 2^16."""
+    gather = spec.a.gather
+    window = gather.window if gather is not None else None
+    if window is None or window.input[3] % WG_BK:
+        return None
+    lower, upper = im2col_corners(window)
+    if not all(-128 <= c <= 127 for c in lower + upper) or max(window.stride) > 8:
+        return None
+    if any((r - 1) * d >= 1 << 16 for r, d in zip(window.kernel, window.dilation)):
+        return None
+    return window
+
+
+def _im2col_map(values: GemmValues, window: ConvWindow, rows: int):
+    """The im2col tensor map of A's convolution input: columns of ``rows`` pixels of 64 channels, landing as
+    the rows of a k-major tile in the 128-byte swizzled layout of ``tile_offset``."""
+    from hidet.ir.type import Im2col, TensorMapType
+
+    n, h, w, c = window.input
+    nbytes = values.spec.mma_dtype.nbytes
+    lower, upper = im2col_corners(window)
+    im2col = Im2col(lower, upper, [1, window.stride[1], window.stride[0], 1])
+    return TensorMapType(values.ins[values.spec.a.gather.pos], [c, w, h, n], [c * nbytes, w * c * nbytes,
+                         h * w * c * nbytes], [WG_BK, rows], 0, im2col)
 
 
 def _tensor_map(values: GemmValues, op, mn: int, rows: int):
@@ -249,7 +292,7 @@ def build_script_module(spec: GemmSpec, cfg: MmaConfig, m_bound=None):
     from hidet.lang.cuda import (atomic_add, blockIdx, cp_async, cp_async_commit_group, cp_async_wait_all,
                                  cp_async_wait_group, dynamic_shared_memory, fence_mbarrier_init, fence_proxy_async,
                                  ldmatrix, mbarrier_arrive_expect_tx, mbarrier_init, mbarrier_wait, mma_sync,
-                                 shared_tensor, syncthreads, threadfence, threadIdx, tma_load, wgmma,
+                                 shared_tensor, syncthreads, threadfence, threadIdx, tma_load, tma_load_im2col, wgmma,
                                  wgmma_commit_group, wgmma_fence, wgmma_wait_group)
 
     why = check_config(spec if m_bound is None else _at_m(spec, m_bound), cfg)
@@ -350,12 +393,20 @@ def build_script_module(spec: GemmSpec, cfg: MmaConfig, m_bound=None):
     TMA = cfg.tma  # (wgmma) thread 0 copies a stage's tiles with TMA; the block waits on the stage's mbarrier
     STAGE_BYTES = (BM + BN) * BK * dt.nbytes
     MAPS, A_MAP, B_MAP, A_BOXES, B_BOXES, A_3D, B_3D = [], None, None, [], [], False, False
+    WIN = im2col_window(spec) if TMA and not A_DIRECT else None  # A: a convolution's input, copied by im2col
+    if WIN is not None:
+        # a tile's pixels (rows m = (n, oh, ow)) from their first's window origin, one column per k-tile at window
+        # position k0 / channels (offsets (kw * dw, kh * dh)), channels k0 % channels onwards
+        IM_C, (IM_OH, IM_OW), IM_KW = WIN.input[3], WIN.out, WIN.kernel[1]
+        (IM_SH, IM_SW), (IM_PH, IM_PW), (IM_DH, IM_DW) = WIN.stride, WIN.padding, WIN.dilation
     if TMA:
-        (a_map_type, A_3D), (b_map_type, B_3D) = _tensor_map(values, spec.a, M, BM), _tensor_map(values, spec.b, N, BN)
+        a_map_type, A_3D = (_im2col_map(values, WIN, BM), False) if WIN is not None else _tensor_map(values, spec.a, M,
+                                                                                                      BM)
+        b_map_type, B_3D = _tensor_map(values, spec.b, N, BN)
         A_MAP, B_MAP = Var('tmap_a', dt, type=a_map_type), Var('tmap_b', dt, type=b_map_type)
         MAPS = [A_MAP, B_MAP]
         # (box, its m/n offset in the tile, its element offset in the stage): one box, or one per 64 of m/n
-        A_BOXES = [(0, 0)] if A_KM else [(j * 64, j * 64 * BK) for j in range(BM // 64)]
+        A_BOXES = [] if WIN is not None else [(0, 0)] if A_KM else [(j * 64, j * 64 * BK) for j in range(BM // 64)]
         B_BOXES = [(0, 0)] if B_KM else [(j * 64, j * 64 * BK) for j in range(BN // 64)]
 
     def tma_copy(tmap, batched, k_major, dst, bar, mn, k, bz):
@@ -473,6 +524,13 @@ def build_script_module(spec: GemmSpec, cfg: MmaConfig, m_bound=None):
                     if TMA:
                         if tid == 0:
                             mbarrier_arrive_expect_tx(~bars[st], STAGE_BYTES)
+                            if WIN is not None:
+                                win = k0 / IM_C
+                                pix = m0 % (IM_OH * IM_OW)
+                                tma_load_im2col(~sa[st, 0], A_MAP, ~bars[st],
+                                                [k0 - win * IM_C, pix % IM_OW * IM_SW - IM_PW,
+                                                 pix / IM_OW * IM_SH - IM_PH, m0 / (IM_OH * IM_OW)],
+                                                [win % IM_KW * IM_DW, win / IM_KW * IM_DH])
                             for dmn, so in A_BOXES:
                                 tma_copy(A_MAP, A_3D, A_KM, ~sa[st, so], ~bars[st], m0 + dmn, k0, bz)
                             for dmn, so in B_BOXES:

@@ -13,6 +13,8 @@ LEVEL1_MAX, LEVEL2_MAX = 8, 40
 LEVEL2_WG_MAX = 24  # (wgmma spaces: see _wgmma_space; plus the TMA twins of operands TMA can copy)
 LEVEL1_TMA, LEVEL2_TMA = 4, 8  # TMA twins of the first candidates (the level-1 shapes: the winners measured on
 # 4096^3 and 128x4096x4096 were the default's twins; twins of all 24 would double a GEMM's tuning)
+IM2COL_TWINS = False  # TMA twins of convolutions too (im2col copies of A): compiled, not yet run on a GPU, so not
+# offered to tuning; scripts/bench_matmul.py --im2col times them, tests/graph/ops/test_matmul_template.py checks them
 DEFAULT_SMS = 132  # an H100 SXM; the GPU's own count when one is visible
 
 # (BM, BN, WM, WN): block tile and warp tile
@@ -143,11 +145,13 @@ def default_config(spec: GemmSpec, sms: int = None, wgmma: bool = False) -> MmaC
     return cands[0]
 
 
-def space(spec: GemmSpec, level: int, sms: int = None, wgmma: bool = False) -> List[MmaConfig]:
+def space(spec: GemmSpec, level: int, sms: int = None, wgmma: bool = False, im2col: bool = IM2COL_TWINS
+          ) -> List[MmaConfig]:
     """The candidates of ``level`` (0: the default alone), default first, under the task's split-k policy
-    (its ``parallel_k`` attribute, from PassContext.set_parallel_k); ``wgmma``: with the sm_90 configs."""
+    (its ``parallel_k`` attribute, from PassContext.set_parallel_k); ``wgmma``: with the sm_90 configs;
+    ``im2col``: with TMA twins of a convolution's candidates."""
     policy = str(spec.task.attrs.get('parallel_k', 'default'))
-    cfgs = _space(spec, level, sms or sm_count(), wgmma)
+    cfgs = _space(spec, level, sms or sm_count(), wgmma, im2col)
     if policy == 'default':
         return cfgs
     if policy == 'search':
@@ -169,13 +173,13 @@ def space(spec: GemmSpec, level: int, sms: int = None, wgmma: bool = False) -> L
     return forced
 
 
-def _space(spec: GemmSpec, level: int, sms: int, wgmma: bool = False) -> List[MmaConfig]:
+def _space(spec: GemmSpec, level: int, sms: int, wgmma: bool = False, im2col: bool = False) -> List[MmaConfig]:
     first = default_config(spec, sms, wgmma)
     if level == 0:
         return [first]
     wg_shapes = [s for s in WG_SHAPES if _fits(spec, s[0], s[1])] if wgmma and spec.mma_dtype.nbytes == 2 else []
     if wg_shapes and spec.m > 64:
-        return _wgmma_space(spec, level, sms, first, wg_shapes)
+        return _wgmma_space(spec, level, sms, first, wg_shapes, im2col)
     shapes = [s for s in (SMALL_SHAPES if spec.m <= 64 else LARGE_SHAPES) + (LARGE_SHAPES if spec.m <= 64 else [])
               if _fits(spec, s[0], s[1])]
     cfgs = [first] + [wg_config(spec, bm, bn, wn, sms) for bm, bn, wn in wg_shapes[:3]]
@@ -201,13 +205,15 @@ def _space(spec: GemmSpec, level: int, sms: int, wgmma: bool = False) -> List[Mm
     return _valid(spec, cfgs)[:LEVEL2_MAX]
 
 
-def _wgmma_space(spec: GemmSpec, level: int, sms: int, first: MmaConfig, wg_shapes) -> List[MmaConfig]:
+def _wgmma_space(spec: GemmSpec, level: int, sms: int, first: MmaConfig, wg_shapes, im2col: bool
+                 ) -> List[MmaConfig]:
     """sm_90, 16-bit operands, m > 64: wgmma configs alone (no mma.sync config won a GEMM or convolution of
     those measured on the H100, and compiling fewer candidates keeps max-autotune builds short). Level 1: each
     tile shape at its default depth; level 2: depths 3, 6 and 4, at the default split, half and twice it."""
     cfgs = [first] + [wg_config(spec, bm, bn, wn, sms) for bm, bn, wn in wg_shapes]
     cfgs = _valid(spec, cfgs)[:LEVEL1_MAX]
-    tma = not tma_unsupported(spec)  # then each config has a TMA twin
+    # then each config has a TMA twin (a convolution's: where im2col twins are asked for)
+    tma = not tma_unsupported(spec) and (spec.a.vector_ok or im2col)
     if level == 1:
         return _valid(spec, cfgs + [replace(c, tma=True) for c in cfgs[:LEVEL1_TMA]]) if tma else cfgs
     for stages in (3, 6, 4):

@@ -152,6 +152,21 @@ class Gather:
     pos: int
     offset: Expr
     valid: Optional[Expr]
+    window: Optional['ConvWindow'] = None  # a 2-D convolution's input read through its window
+
+
+@dataclass(frozen=True)
+class ConvWindow:
+    """A gathered operand that is a 2-D convolution's channels-last input ``X[n, h, w, c]`` read through its
+    window: rows m = (n, oh, ow) row-major, k = (kh, kw, c) row-major, the element
+    ``X[n, oh * sh - ph + kh * dh, ow * sw - pw + kw * dw, c]``, zero outside X. TMA's im2col mode copies
+    such tiles (mma.py); an output or window dimension of size 1 has stride / dilation 1."""
+    input: Tuple[int, int, int, int]  # n, h, w, c
+    out: Tuple[int, int]  # oh, ow
+    kernel: Tuple[int, int]  # kh, kw
+    stride: Tuple[int, int]
+    padding: Tuple[int, int]
+    dilation: Tuple[int, int]
 
 
 @dataclass
@@ -299,7 +314,76 @@ def _gather(value: Expr, task: Task, batch_vars, axes, k_axes, folds: Dict[Var, 
     if valid is not None and any(x is inner_k for x in collect(valid, Var)):
         return None
     pos = next(i for i, t in enumerate(task.inputs) if t is value.tensor)
-    return Gather(pos, substitute(flat, folds), None if valid is None else substitute(valid, folds))
+    window = _conv_window(value, valid, batch_vars, axes, k_axes)
+    return Gather(pos, substitute(flat, folds), None if valid is None else substitute(valid, folds), window)
+
+
+def _conv_window(x: TensorElement, valid: Optional[Expr], batch_vars, axes, k_axes) -> Optional[ConvWindow]:
+    """The ConvWindow of a gathered read ``x`` (over the unfolded m ``axes`` and ``k_axes``, outer to inner)
+    under ``valid``, or None: x reads a static [n, h, w, c] input at (n, oh * sh - ph + kh * dh,
+    ow * sw - pw + kw * dw, c) where (n, oh, ow) are the m axes and (kh, kw, c) the k axes in that order (those
+    of size 1 absent), and ``valid`` is nothing but bounds tests of the two spatial indices."""
+    shape = x.tensor.shape
+    if batch_vars or len(shape) != 4 or not all(isinstance(s, int) for s in shape):
+        return None
+    m_vars, k_vars = [v for v, _ in axes], [v for v, _ in k_axes]
+    extent = {id(v): e for v, e in list(axes) + list(k_axes)}
+    forms = [affine(i, m_vars + k_vars) for i in x.indices]
+    if any(f is None or not all(isinstance(c, int) for c in f.coeffs.values()) or not isinstance(f.offset, int)
+           for f in forms):
+        return None
+    by_id = {id(v): v for v in m_vars + k_vars}
+
+    def single(form, allowed) -> Optional[Tuple[Optional[Var], int]]:
+        """(the one variable of ``allowed`` in ``form`` or None, its coefficient), or None if two."""
+        found = [(by_id[k], c) for k, c in form.coeffs.items() if any(k == id(v) for v in allowed)]
+        return found[0] if len(found) == 1 else (None, 1) if not found else None
+
+    n, h, w, c = shape
+    fn, fh, fw, fc = forms
+    if fn.offset != 0 or fc.offset != 0 or fc.coeffs != {id(k_vars[-1]): 1} or extent[id(k_vars[-1])] != c:
+        return None
+    nv = single(fn, m_vars)
+    if nv is None or len(fn.coeffs) != (nv[0] is not None) or nv[1] != 1:
+        return None
+    spatial = []  # per spatial dimension: (m var, stride, k var, dilation, padding, size)
+    for form, size in ((fh, h), (fw, w)):
+        mv, kv = single(form, m_vars), single(form, k_vars[:-1])
+        if mv is None or kv is None or len(form.coeffs) != (mv[0] is not None) + (kv[0] is not None):
+            return None
+        spatial.append((mv[0], mv[1], kv[0], kv[1], -form.offset, size))
+    m_order = [v for v in (nv[0], spatial[0][0], spatial[1][0]) if v is not None]
+    k_order = [v for v in (spatial[0][2], spatial[1][2]) if v is not None] + [k_vars[-1]]
+    if [id(v) for v in m_order] != [id(v) for v in m_vars] or [id(v) for v in k_order] != [id(v) for v in k_vars]:
+        return None
+    if nv[0] is not None and extent[id(nv[0])] != n:
+        return None
+    out, kernel, stride, dilation, padding = [], [], [], [], []
+    for mv, s, kv, d, p, size in spatial:
+        o, r = (extent[id(mv)] if mv is not None else 1), (extent[id(kv)] if kv is not None else 1)
+        s, d = (s if mv is not None else 1), (d if kv is not None else 1)
+        if s <= 0 or d <= 0 or p < 0 or (o - 1) * s + (r - 1) * d - p >= size + p:
+            return None  # (a window reaching further past the input than its padding)
+        out.append(o), kernel.append(r), stride.append(s), dilation.append(d), padding.append(p)
+    tests = _bound_tests(valid) if valid is not None else []
+    if tests is None:
+        return None
+    for e, op, bound in tests:
+        form = affine(e, m_vars + k_vars)
+        dims = [i for i, f in enumerate((fh, fw)) if form is not None and form == f]
+        if not dims or (op, bound) not in (('>=', 0), ('<', (h, w)[dims[0]])):
+            return None
+    return ConvWindow((n, h, w, c), tuple(out), tuple(kernel), tuple(stride), tuple(padding), tuple(dilation))
+
+
+def _bound_tests(cond: Expr) -> Optional[List[Tuple[Expr, str, int]]]:
+    """``cond`` as a conjunction of tests ``e >= int`` / ``e < int`` ((e, op, int) each), or None."""
+    if isinstance(cond, Binary) and cond.op == '&&':
+        a, b = _bound_tests(cond.a), _bound_tests(cond.b)
+        return None if a is None or b is None else a + b
+    if isinstance(cond, Binary) and cond.op in ('>=', '<') and isinstance(cond.b, Constant):
+        return [(cond.a, cond.op, int(cond.b.value))]
+    return None
 
 
 def _multiple_of(c, q: int) -> bool:
