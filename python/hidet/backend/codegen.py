@@ -509,8 +509,8 @@ def _tensor_map_lines(gen: CodeGen, f: Function, p: Var, buffer_of) -> List[str]
         w = t.im2col
         lines += [f'    const int lower_[] = {{{values(w.lower, "int")}}}, upper_[] = {{{values(w.upper, "int")}}};',
                   f'    const uint32_t traversal_[] = {{{values(w.strides, "uint32_t")}}};',
-                  f'    std::string err = hidet::lang::make_im2col_tensor_map<{elem}>(&{name}, {base}, dims_, strides_, '
-                  f'lower_, upper_, {values(t.box, "uint32_t")}, traversal_);']
+                  f'    std::string err = hidet::lang::make_im2col_tensor_map<{elem}>(&{name}, {base}, dims_, '
+                  f'strides_, lower_, upper_, {values(t.box, "uint32_t")}, traversal_);']
     return lines + [f'    if (!err.empty()) return hidet::fail("{f.name}: tensor map {p.name}: " + err);', '  }']
 
 

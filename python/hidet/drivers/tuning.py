@@ -5,6 +5,10 @@ parallel (one ``build_libraries`` call), then benchmark each task's candidates o
 the GPU, wall clock on the CPU; a progress bar ``Finding the best candidates for <task> <shapes>``) and store the winner in the cache
 (``<cache_dir>/tuning/``, keyed by the task, target, arch, template, level, options and hidet's version), so
 a second build of the same task tunes nothing.
+
+A task's candidates run on the same random inputs (a Trial), and each one's outputs must agree with those of
+the first candidate that ran (the default, at the front of every space): one that computes something else —
+a kernel bug — is dropped with a warning instead of winning on speed.
 """
 from __future__ import annotations
 
@@ -12,6 +16,7 @@ import hashlib
 import json
 import math
 import time
+import warnings
 from typing import Callable, List, Optional, Sequence, Tuple
 
 import hidet.option
@@ -19,8 +24,10 @@ from hidet.backend import cache
 from hidet.ir.task import Task
 from hidet.version import __version__
 
-# benchmark(task, library path, target) -> milliseconds per launch (math.inf when the candidate cannot run)
-Benchmark = Callable[[Task, str, str], float]
+# benchmark(task, library path, target, trial) -> milliseconds per launch (math.inf when the candidate cannot
+# run or disagrees with the trial's reference)
+Benchmark = Callable[[Task, str, str, 'Trial'], float]
+AGREE_RTOL = 2e-2  # outputs agree within this fraction of the reference's largest magnitude (elementwise)
 
 
 def tuning_key(task: Task, target: str, template, level: int) -> str:
@@ -35,35 +42,76 @@ def tuning_key(task: Task, target: str, template, level: int) -> str:
     return digest.hexdigest()
 
 
-def _inputs(task: Task, device: str):
-    """Arguments of a trial launch: random floats, zero integers (always valid as indices)."""
-    import hidet
+class Trial:
+    """The candidates of one task at work: the same random inputs for all (floats random, integers zero: always
+    valid as indices), outputs preset to NaN (a kernel that leaves elements unwritten shows), and the outputs
+    of the first candidate that ran, which the others must agree with."""
 
-    args = []
-    for t in task.inputs:
-        if t.dtype.is_float():
-            args.append(hidet.randn(list(t.shape), dtype=t.dtype.name, device=device))
-        else:
-            args.append(hidet.zeros(list(t.shape), dtype=t.dtype.name, device=device))
-    for t in task.outputs:
-        args.append(hidet.empty(list(t.shape), dtype=t.dtype.name, device=device))
-    return args
+    def __init__(self, task: Task, target: str):
+        import hidet
+
+        self.task, self.device = task, 'cuda' if target == 'cuda' else 'cpu'
+        self.inputs = [hidet.randn(list(t.shape), dtype=t.dtype.name, device=self.device) if t.dtype.is_float()
+                       else hidet.zeros(list(t.shape), dtype=t.dtype.name, device=self.device) for t in task.inputs]
+        self.reference = None  # the first candidate's outputs (numpy arrays)
+
+    def run(self, launch):
+        """Launch once on fresh NaN outputs; the outputs (numpy arrays) and the arguments, for timing."""
+        import hidet
+
+        outs = [hidet.full(list(t.shape), math.nan if t.dtype.is_float() else 0, dtype=t.dtype.name,
+                           device=self.device) for t in self.task.outputs]
+        args = self.inputs + outs
+        launch(*args)
+        if self.device == 'cuda':
+            hidet.cuda.synchronize()
+        return [o.numpy().astype('float64') for o in outs], args
+
+    def disagreement(self, outputs) -> str:
+        """'' when a candidate's ``outputs`` agree with the reference (the first become it), else how they
+        differ: NaNs elsewhere, or an element further from the reference's than AGREE_RTOL of its largest
+        finite magnitude."""
+        import numpy as np
+
+        if self.reference is None:
+            self.reference = outputs
+            return ''
+        for i, (want, got) in enumerate(zip(self.reference, outputs)):
+            finite = np.isfinite(want)
+            if not np.array_equal(finite, np.isfinite(got)) or not np.array_equal(want[~finite], got[~finite],
+                                                                                  equal_nan=True):
+                return f'output {i} has NaN or infinite values where the first candidate\'s has none, or the reverse'
+            if finite.any():
+                scale = float(np.abs(want[finite]).max())
+                diff = float(np.abs(want[finite] - got[finite]).max())
+                if diff > AGREE_RTOL * scale:
+                    return (f'output {i} differs from the first candidate\'s by up to {diff:.4g} (values up to '
+                            f'{scale:.4g})')
+        return ''
 
 
-def benchmark_library(task: Task, path: str, target: str, warmup: int = 2, number: int = 5, repeat: int = 5) -> float:
+class WrongResults(Exception):
+    """A candidate's outputs disagree with the reference candidate's."""
+
+
+def benchmark_library(task: Task, path: str, target: str, trial: Trial = None, warmup: int = 2, number: int = 5,
+                      repeat: int = 5) -> float:
     """Median milliseconds per launch of the library's ``launch`` on the task's shapes (on the GPU: CUDA
-    events; on the CPU: wall clock)."""
+    events; on the CPU: wall clock), after one launch whose outputs must agree with the ``trial``'s reference
+    (else WrongResults); math.inf when the candidate cannot run."""
     from hidet.runtime.compiled_module import CompiledModule
     from hidet.utils.benchmark import benchmark_func
 
-    device = 'cuda' if target == 'cuda' else 'cpu'
-    args = _inputs(task, device)
+    trial = trial or Trial(task, target)
     launch = CompiledModule(path)['launch']
     try:
-        launch(*args)
-        return benchmark_func(lambda: launch(*args), warmup=warmup, number=number, repeat=repeat, device=device)
+        outputs, args = trial.run(launch)
     except Exception:  # noqa: BLE001 - a candidate that fails to launch (e.g. too much shared memory) loses
         return math.inf
+    why = trial.disagreement(outputs)
+    if why:
+        raise WrongResults(why)
+    return benchmark_func(lambda: launch(*args), warmup=warmup, number=number, repeat=repeat, device=trial.device)
 
 
 def choose_configs(items: Sequence[Tuple[Task, str, object]], level: int,
@@ -103,9 +151,15 @@ def choose_configs(items: Sequence[Tuple[Task, str, object]], level: int,
 
     for i, key, candidates in pending:
         task, target, template = items[i]
-        latencies = []
+        latencies, trial = [], Trial(task, target)
         for c in tqdm(candidates, desc=f'Finding the best candidates for {template.title}', leave=False):
-            latencies.append(benchmark(task, next(paths), target))
+            try:
+                latencies.append(benchmark(task, next(paths), target, trial))
+            except WrongResults as e:
+                latencies.append(math.inf)
+                warnings.warn(f'hidet: tuning candidate {template.config_to_json(c)} of {template.name} for '
+                              f'{template.title} computes different results ({e}); it is not used. This is a bug in '
+                              "hidet's kernel templates: please report it with this message.")
         best = min(range(len(candidates)), key=lambda j: latencies[j])
         if math.isinf(latencies[best]):
             raise RuntimeError(f'no candidate of {template.name} could run {template.title}')

@@ -92,9 +92,9 @@ class TensorMapType:
         if im2col is not None:
             if len(dims) != 4 or len(strides) != 3 or len(box) != 2 or len(im2col.lower) != 2 or \
                     len(im2col.upper) != 2 or len(im2col.strides) != 4:
-                raise ValueError(f'an im2col tensor map has 4 dims [c, w, h, n] with a stride each but the first, a '
-                                 f'box of (channels, pixels), 2 corners and 4 traversal strides; got dims {list(dims)}, '
-                                 f'strides {list(strides)}, box {list(box)}, {im2col}')
+                raise ValueError(f'an im2col tensor map has 4 dims [c, w, h, n] with a stride each but the first, '
+                                 f'a box of (channels, pixels), 2 corners and 4 traversal strides; got dims '
+                                 f'{list(dims)}, strides {list(strides)}, box {list(box)}, {im2col}')
         elif not 2 <= len(dims) <= 3 or len(strides) != len(dims) - 1 or len(box) != len(dims):
             raise ValueError(f'a tensor map has 2 or 3 dims with a stride each but the first and a box size each, got '
                              f'dims {list(dims)}, strides {list(strides)}, box {list(box)}')

@@ -9,6 +9,7 @@ import math
 import os
 import re
 
+import numpy
 import pytest
 import torch
 
@@ -273,7 +274,7 @@ class FakeTemplate:
 
 
 def fake_benchmark(calls, latency):
-    def benchmark(task, path, target):
+    def benchmark(task, path, target, trial):
         with open(os.path.join(os.path.dirname(path), 'source.cpp')) as f:
             config = int(re.match(r'// config (\d+)', f.read()).group(1))
         calls.append(config)
@@ -304,6 +305,59 @@ def test_tuning_persists_in_the_cache(tmp_path):
         assert choose_configs([(task, 'cpu', template)], 1, bench) == [1] and sorted(calls) == [0, 1, 2]
         cache.clear('tuning')
         assert cache.status('tuning')['entries'] == 0
+
+
+class WrongTemplate(FakeTemplate):
+    """Candidate 1 computes a * 3, not a * 2 (a kernel bug), and would win on speed if it were not checked."""
+
+    name = 'wrong-v1'
+
+    def source(self, config, fallback=True):
+        from hidet.backend.codegen import generate
+        from hidet.ir.schedulers import schedule_task
+
+        a = tensor_input('a', 'float32', [4, 4])
+        task = self.task if config != 1 else Task('double', [a], [compute('d', [4, 4], lambda i, j: a[i, j] * 3.0)])
+        return f'// config {config}\n' + generate(schedule_task(task, 'cpu'))
+
+
+def test_tuning_drops_candidates_that_compute_something_else(tmp_path):
+    """Every candidate runs on the same random inputs and must agree with the first (the default): one that
+    computes something else is dropped with a warning naming it, and the record keeps no time for it."""
+    from hidet.backend import cache
+    from hidet.drivers import tuning
+
+    a = tensor_input('a', 'float32', [4, 4])
+    task = Task('double', [a], [compute('d', [4, 4], lambda i, j: a[i, j] * 2.0)])
+    template = WrongTemplate(task)
+    seen = []
+
+    def timed(task, path, target, trial):  # the real check, then candidate 1 as the fastest
+        with open(os.path.join(os.path.dirname(path), 'source.cpp')) as f:
+            config = int(re.match(r'// config (\d+)', f.read()).group(1))
+        tuning.benchmark_library(task, path, target, trial, warmup=0, number=1, repeat=1)
+        seen.append(config)
+        return {0: 3.0, 1: 1.0, 2: 2.0, 3: 2.5}[config]
+
+    with hidet.option.context(cache_dir=str(tmp_path)):
+        with pytest.warns(UserWarning, match=r"candidate \{'value': 1\} of wrong-v1 .* computes different results"):
+            assert tuning.choose_configs([(task, 'cpu', template)], 2, timed) == [2]
+        record = json.loads(open(cache.tuning_path(tuning.tuning_key(task, 'cpu', template, 2))).read())
+    assert sorted(seen) == [0, 2, 3] and [c['latency_ms'] for c in record['candidates']] == [3.0, None, 2.0, 2.5]
+
+
+def test_trial_outputs_agree_within_a_tolerance():
+    from hidet.drivers.tuning import AGREE_RTOL, Trial
+
+    a = tensor_input('a', 'float32', [8])
+    trial = Trial(Task('neg', [a], [compute('d', [8], lambda i: -a[i])]), 'cpu')
+    want = numpy.linspace(-4.0, 4.0, 8)
+    assert trial.disagreement([want]) == ''  # the first becomes the reference
+    assert trial.disagreement([want + 4.0 * AGREE_RTOL / 2]) == ''
+    assert 'differs from the first' in trial.disagreement([want + 4.0 * AGREE_RTOL * 2])
+    unwritten = want.copy()
+    unwritten[3] = numpy.nan
+    assert 'NaN' in trial.disagreement([unwritten])
 
 
 def test_tuning_fails_when_no_candidate_runs(tmp_path):
