@@ -65,7 +65,7 @@ class Trial:
         launch(*args)
         if self.device == 'cuda':
             hidet.cuda.synchronize()
-        return [o.numpy().astype('float64') for o in outs], args
+        return [o.to('float32', 'cpu').numpy().astype('float64') for o in outs], args  # (numpy has no bfloat16)
 
     def disagreement(self, outputs) -> str:
         """'' when a candidate's ``outputs`` agree with the reference (the first become it), else how they

@@ -358,6 +358,10 @@ def test_trial_outputs_agree_within_a_tolerance():
     unwritten = want.copy()
     unwritten[3] = numpy.nan
     assert 'NaN' in trial.disagreement([unwritten])
+    b = tensor_input('b', 'bfloat16', [8])  # outputs of every dtype come back (numpy has no bfloat16)
+    trial = Trial(Task('neg', [b], [compute('d', [8], lambda i: -b[i])]), 'cpu')
+    outputs, _ = trial.run(lambda x, y: None)
+    assert outputs[0].shape == (8,) and numpy.isnan(outputs[0]).all()
 
 
 def test_tuning_fails_when_no_candidate_runs(tmp_path):
