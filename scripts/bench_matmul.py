@@ -7,13 +7,15 @@ each search level chose and the tuning time.
     python scripts/bench_matmul.py 4096x4096x4096 1x4096x4096 128x4096x4096 --space 0 2 --dtype f16
 
 ``--candidates``: also every candidate of the level-2 space, each checked against torch (max error) and timed;
-``--im2col``: with the TMA (im2col) twins of a convolution's candidates, which tuning does not offer yet.
+``--im2col``: with the TMA (im2col) twins of a convolution's candidates, which tuning does not offer yet;
+``--ws``: with a warp-specialized twin of every TMA candidate (a producer warp; not offered by tuning yet).
 """
 from __future__ import annotations
 
 import argparse
 import statistics
 import time
+from dataclasses import replace
 
 
 def graph_time(fn, calls: int, repeat: int) -> float:
@@ -52,6 +54,8 @@ def candidate_rows(template, shape, inputs, expected, flops, t_torch, args):
     from hidet.runtime.compiled_module import CompiledModule
 
     configs = template.space(2, im2col=True) if args.im2col else template.space(2)
+    if args.ws:
+        configs += [replace(c, ws=True) for c in configs if c.tma]
     paths = build_libraries([(template.source(c, fallback=False), 'cuda', 'candidate') for c in configs])
     rows = []
     for cfg, path in zip(configs, paths):
@@ -128,6 +132,7 @@ def main() -> None:
     parser.add_argument('--repeat', type=int, default=10)
     parser.add_argument('--candidates', action='store_true', help='time every candidate of the level-2 space')
     parser.add_argument('--im2col', action='store_true', help="--candidates: with a convolution's TMA twins")
+    parser.add_argument('--ws', action='store_true', help='--candidates: with warp-specialized twins of TMA ones')
     args = parser.parse_args()
     dtype = {'f16': 'float16', 'bf16': 'bfloat16'}[args.dtype]
     rows = []

@@ -17,7 +17,7 @@ from hidet.lang.cuda import (activemask, atomic_add, atomic_cas, atomic_exchange
                              syncthreads_count, syncthreads_or, syncwarp, threadfence, threadfence_block, threadIdx,
                              fence_proxy_async, wgmma, wgmma_commit_group, wgmma_fence, wgmma_wait_group,
                              fence_mbarrier_init, mbarrier_arrive_expect_tx, mbarrier_init, mbarrier_wait,
-                             tma_load_im2col)
+                             named_barrier_sync, tma_load_im2col)
 
 
 # ---------------------------------------------------------------------------------------------- kernels
@@ -367,6 +367,10 @@ def test_wgmma_argument_errors():
         wgmma(sa, sa, sa, 64)
     with pytest.raises(ValueError, match='align must be a power of two'):
         dynamic_shared_memory(0, f16, 1000)
+    with pytest.raises(ValueError, match='barrier must be 1 to 15'):
+        named_barrier_sync(0, 128)
+    with pytest.raises(ValueError, match='multiple of 32'):
+        named_barrier_sync(1, 100)
 
 
 def test_cuda_script_source():

@@ -9,6 +9,7 @@ from typing import Dict
 # name -> (targets, C template)
 PRIMITIVES: Dict[str, tuple] = {
     'cuda_syncthreads': (('cuda',), '__syncthreads()'),
+    'cuda_named_barrier_sync': (('cuda',), 'hidet::lang::named_barrier_sync<{barrier}, {threads}>()'),
     'cuda_syncthreads_count': (('cuda',), '__syncthreads_count({0})'),
     'cuda_syncthreads_and': (('cuda',), '__syncthreads_and({0})'),
     'cuda_syncthreads_or': (('cuda',), '__syncthreads_or({0})'),

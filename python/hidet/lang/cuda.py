@@ -69,6 +69,17 @@ def syncthreads():
     return PrimCall('cuda_syncthreads', [], void)
 
 
+def named_barrier_sync(barrier: int, threads: int):
+    """Wait at named barrier ``barrier`` (1 to 15; 0 is syncthreads') until ``threads`` threads (whole warps) of
+    the block have (``bar.sync``): a barrier of some warps only, e.g. those left once a producer warp exits."""
+    barrier = _const_int(barrier, 'named_barrier_sync: barrier')
+    threads = _const_int(threads, 'named_barrier_sync: threads')
+    if not 1 <= barrier <= 15 or threads % 32 or threads <= 0:
+        raise ValueError(f'named_barrier_sync: barrier must be 1 to 15 and threads a positive multiple of 32, got '
+                         f'{barrier} and {threads}')
+    return PrimCall('cuda_named_barrier_sync', [], void, {'barrier': barrier, 'threads': threads})
+
+
 def syncthreads_count(pred):
     return PrimCall('cuda_syncthreads_count', [_scalar(pred, 'the predicate')], int32)
 

@@ -239,6 +239,12 @@ __device__ __forceinline__ void wgmma_m64k16(float* d, const T* a, const T* b, i
   }
 }
 
+// Named barrier `ID` (1..15) of `THREADS` threads (whole warps) of the block.
+template <int ID, int THREADS>
+__device__ __forceinline__ void named_barrier_sync() {
+  asm volatile("bar.sync %0, %1;\n" ::"n"(ID), "n"(THREADS) : "memory");
+}
+
 // ---- mbarriers (sm_90): a shared 64-bit barrier completes a phase when `count` threads have arrived and the
 // transaction bytes they announced (expect_tx) have landed (TMA copies complete them)
 __device__ __forceinline__ void mbarrier_init(uint64_t* bar, int count) {

@@ -17,8 +17,11 @@ A block computes a BM x BN tile of C (its warps WM x WN tiles each) over its sha
   ``wgmma.mma_async`` reading both operands from shared memory, where the tiles are stored with the 128-byte
   swizzle (k-tile of 64: rows of 128 bytes; see hidet.lang.cuda.wgmma) instead of padded rows. The pipeline keeps
   one wgmma group in flight, so a stage is refilled two tiles after its use: S - 2 tiles are loaded ahead.
-  TMA configs (``tma=True``, direct aligned operands): thread 0 copies a stage's tiles with TMA boxes of tensor
-  maps (kernel parameters built by the launch entry) and the block waits on the stage's mbarrier.
+  TMA configs (``tma=True``, direct aligned operands, or a convolution's input by im2col columns): thread 0
+  copies a stage's tiles with TMA boxes of tensor maps (kernel parameters built by the launch entry) and the
+  block waits on the stage's mbarrier. Warp-specialized ones (``ws=True``): a producer warp of its own copies
+  up to S tiles ahead, each stage refilled once every warpgroup has released it (an "empty" mbarrier per
+  stage, arrived at once the warpgroup's wgmmas of it completed); the warpgroups never wait for each other.
 - split-k (``split_k > 1``): the blocks of a tile write fp32 partial tiles to a workspace; the last to finish
   (a counter per tile) sums them in split order (deterministic), resets the counter and runs the epilogue.
 - epilogue: the accumulators go through shared memory (fp32, padded) so that each thread then computes
@@ -51,6 +54,7 @@ class MmaConfig:
     split_k: int = 1
     wgmma: bool = False  # sm_90: warpgroups of 64 x wn (wm = 64) with wgmma instead of warps with mma.sync
     tma: bool = False  # (wgmma) tiles copied by TMA (one thread per block) instead of every thread's cp.async
+    ws: bool = False  # (TMA) warp-specialized: a producer warp of its own issues the copies, stages freed by mbarriers
 
     @property
     def warps(self) -> int:
@@ -58,13 +62,15 @@ class MmaConfig:
 
     @property
     def threads(self) -> int:
+        """The threads computing the tile (a warp-specialized block has a producer warp more)."""
         return self.warps * 32
 
     def name(self) -> str:
         s = f'_s{self.split_k}' if self.split_k > 1 else ''
         g = '_wg' if self.wgmma else ''
         t = '_tma' if self.tma else ''
-        return f'{self.bm}x{self.bn}x{self.bk}_w{self.wm}x{self.wn}_p{self.stages}{s}{g}{t}'
+        w = '_ws' if self.ws else ''
+        return f'{self.bm}x{self.bn}x{self.bk}_w{self.wm}x{self.wn}_p{self.stages}{s}{g}{t}{w}'
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -161,6 +167,8 @@ def check_config(spec: GemmSpec, cfg: MmaConfig) -> str:
                 return why
     elif c.tma:
         return 'TMA configs are wgmma configs'
+    if c.ws and not c.tma:
+        return 'warp-specialized configs are TMA configs'
     elif c.bm % c.wm or c.bn % c.wn or c.wm % 16 or c.wn % 16 or c.bk % 16:
         return 'tiles must be multiples of the warp tiles (m16, n16, k16)'
     if not 1 <= c.warps <= 8:
@@ -292,8 +300,9 @@ def build_script_module(spec: GemmSpec, cfg: MmaConfig, m_bound=None):
     from hidet.lang.cuda import (atomic_add, blockIdx, cp_async, cp_async_commit_group, cp_async_wait_all,
                                  cp_async_wait_group, dynamic_shared_memory, fence_mbarrier_init, fence_proxy_async,
                                  ldmatrix, mbarrier_arrive_expect_tx, mbarrier_init, mbarrier_wait, mma_sync,
-                                 shared_tensor, syncthreads, threadfence, threadIdx, tma_load, tma_load_im2col, wgmma,
-                                 wgmma_commit_group, wgmma_fence, wgmma_wait_group)
+                                 mbarrier_arrive, named_barrier_sync, shared_tensor, syncthreads, threadfence,
+                                 threadIdx, tma_load, tma_load_im2col, wgmma, wgmma_commit_group, wgmma_fence,
+                                 wgmma_wait_group)
 
     why = check_config(spec if m_bound is None else _at_m(spec, m_bound), cfg)
     if why:
@@ -413,6 +422,23 @@ def build_script_module(spec: GemmSpec, cfg: MmaConfig, m_bound=None):
         coords = [k, mn] if k_major else [mn, k]
         return tma_load(dst, tmap, bar, *(coords + [bz] if batched else coords))
 
+    def im2col_origin(k0, m0):
+        """The im2col column of tile m0 at k0: its first pixel's window origin (c, w, h, n)."""
+        pix = m0 % (IM_OH * IM_OW)
+        return [k0 % IM_C, pix % IM_OW * IM_SW - IM_PW, pix / IM_OW * IM_SH - IM_PH, m0 / (IM_OH * IM_OW)]
+
+    def im2col_offsets(k0):
+        """The window position (kw * dw, kh * dh) of k0's channels."""
+        win = k0 / IM_C
+        return [win % IM_KW * IM_DW, win / IM_KW * IM_DH]
+
+    WS = cfg.ws
+    BLOCK = THREADS + 32 if WS else THREADS  # (a warp-specialized block: the producer warp after the warpgroups)
+
+    def block_sync():
+        """A barrier of the threads computing the tile (warp-specialized: not the producer, gone by then)."""
+        return named_barrier_sync(1, THREADS) if WS else syncthreads()
+
     name = kernel_name(spec, cfg)
 
     def warp_m0(warp):
@@ -426,17 +452,20 @@ def build_script_module(spec: GemmSpec, cfg: MmaConfig, m_bound=None):
         def mma_gemm(ws: ~f32, locks: ~i32):
             attr.func_name = name
             attr.cuda_grid_dim = TM * TN, SPLIT, BATCH
-            attr.cuda_block_dim = THREADS
+            attr.cuda_block_dim = BLOCK
             attr.cuda_dynamic_smem_bytes = SMEM
             sa = view(dynamic_shared_memory(0, dt, ALIGN), dt[A_SHAPE])
             sb = view(dynamic_shared_memory(A_BYTES, dt, ALIGN), dt[B_SHAPE])
             flag = shared_tensor(i32, [1])
             bars = shared_tensor(i64, [S])  # TMA: a stage's tiles have landed
+            empty = shared_tensor(i64, [S])  # warp-specialized: every warpgroup is done with a stage's tiles
             tid = threadIdx.x
             if TMA:
                 if tid == 0:
                     for s in range(S):
                         mbarrier_init(~bars[s], 1)
+                        if WS:
+                            mbarrier_init(~empty[s], THREADS // 128)
                     fence_mbarrier_init()
                 syncthreads()
             lane = tid % 32
@@ -505,182 +534,209 @@ def build_script_module(spec: GemmSpec, cfg: MmaConfig, m_bound=None):
                 for mi, ni, e in ACCS:
                     acc[mi, ni, e] = 0.0
 
-            # iterations kt < 0 fill the pipeline; at kt = -1 the first tile's first fragments are loaded (mma)
-            for kt in range(-LEAD, k_tiles):
-                if WG:
-                    if kt >= 0:
-                        # tile kt has landed (the copies of every thread: fence and barrier), and every
-                        # warpgroup is done with tile kt - 2, whose stage the copies below refill
-                        if TMA:
-                            mbarrier_wait(~bars[kt % S], (kt / S) % 2)
-                        else:
-                            cp_async_wait_group(S - 3)
-                            fence_proxy_async()
-                        syncthreads()
-                nxt = kt + LEAD
-                if nxt < k_tiles:
-                    st = nxt % S
-                    k0 = k_begin + nxt * BK
-                    if TMA:
-                        if tid == 0:
+            if WS:
+                if tid >= THREADS:  # the producer warp: one lane copies tile kt once its stage is free
+                    if tid == THREADS:
+                        for kt in range(k_tiles):
+                            st = kt % S
+                            k0 = k_begin + kt * BK
+                            if kt >= S:
+                                mbarrier_wait(~empty[st], (kt / S + 1) % 2)  # (released for tile kt - S)
                             mbarrier_arrive_expect_tx(~bars[st], STAGE_BYTES)
                             if WIN is not None:
-                                win = k0 / IM_C
-                                pix = m0 % (IM_OH * IM_OW)
-                                tma_load_im2col(~sa[st, 0], A_MAP, ~bars[st],
-                                                [k0 - win * IM_C, pix % IM_OW * IM_SW - IM_PW,
-                                                 pix / IM_OW * IM_SH - IM_PH, m0 / (IM_OH * IM_OW)],
-                                                [win % IM_KW * IM_DW, win / IM_KW * IM_DH])
+                                tma_load_im2col(~sa[st, 0], A_MAP, ~bars[st], im2col_origin(k0, m0), im2col_offsets(k0))
                             for dmn, so in A_BOXES:
                                 tma_copy(A_MAP, A_3D, A_KM, ~sa[st, so], ~bars[st], m0 + dmn, k0, bz)
                             for dmn, so in B_BOXES:
                                 tma_copy(B_MAP, B_3D, B_KM, ~sb[st, so], ~bars[st], n0 + dmn, k0, bz)
-                    # ---- A tile (chunk it of this thread: tile row a_r0 + it * A_RSTEP, column a_c0)
-                    a_off = a_base + i64(a_mn0) * A_SMN + i64(k0 + a_k0) * A_SK  # (direct: its first chunk)
-                    for it in A_ITERS:
-                        r = a_r0 + it * A_RSTEP
-                        so = a_s0 + it * A_SSTEP if A_SSTEP is not None else a_at(r, a_c0)
-                        if A_DIRECT:
-                            ok = all_of(A_FULL or (it * A_RSTEP < a_left if A_KM else a_left > 0),
-                                        FULL_K or k0 + a_k0 + (0 if A_KM else it * A_RSTEP) < k_end)
-                            cp_async(~sa[st, so], A_PTR + (a_off + it * A_STEP), 16, 16 if ok else 0)
-                        elif A_SPLIT is not None:  # k-major: a_c0 runs along k, 8 channels of one window position
-                            gk = k0 + a_k0
-                            ok = all_of(A_FULL or it * A_RSTEP < a_left, FULL_K or gk < k_end,
-                                        split_ok(spec.a, A_SPLIT, a_rt, it, gk))
-                            cp_async(~sa[st, so], A_PTR + i64(split_offset(spec.a, A_SPLIT, a_ro, it, gk)),
-                                     16, 16 if ok else 0)
-                        elif A_GATHER:
-                            gm = m0 + r
-                            gk = k0 + a_c0
-                            ok = gm < M and gk < k_end and gather_valid(spec.a, bz, gm, gk)
-                            off = gather_offset(spec.a, bz, gm, gk)
-                            cp_async(~sa[st, so], A_PTR + (off if ok else i64(0)), 16, 16 if ok else 0)
-                        else:
-                            gm = m0 + (r if A_KM else a_c0)
-                            gk = k0 + (a_c0 if A_KM else r)
-                            for e in CHS:
-                                v: f32 = 0.0
-                                if A_KM:
-                                    if gm < M and gk + e < k_end:
-                                        v = a_value(bz, gm, gk + e)
-                                else:
-                                    if gk < k_end and gm + e < M:
-                                        v = a_value(bz, gm + e, gk)
-                                sa[st, a_at(r, a_c0, e)] = v
-                    # ---- B tile
-                    b_off = b_base + i64(b_mn0) * B_SMN + i64(k0 + b_k0) * B_SK
-                    for it in B_ITERS:
-                        r = b_r0 + it * B_RSTEP
-                        so = b_s0 + it * B_SSTEP if B_SSTEP is not None else b_at(r, b_c0)
-                        if B_DIRECT:
-                            ok = all_of(B_FULL or (it * B_RSTEP < b_left if B_KM else b_left > 0),
-                                        FULL_K or k0 + b_k0 + (0 if B_KM else it * B_RSTEP) < k_end)
-                            cp_async(~sb[st, so], B_PTR + (b_off + it * B_STEP), 16, 16 if ok else 0)
-                        elif B_SPLIT is not None:
-                            gk = k0 + b_k0
-                            ok = all_of(B_FULL or it * B_RSTEP < b_left, FULL_K or gk < k_end,
-                                        split_ok(spec.b, B_SPLIT, b_rt, it, gk))
-                            cp_async(~sb[st, so], B_PTR + i64(split_offset(spec.b, B_SPLIT, b_ro, it, gk)),
-                                     16, 16 if ok else 0)
-                        elif B_GATHER:
-                            gn = n0 + r
-                            gk = k0 + b_c0
-                            ok = gn < N and gk < k_end and gather_valid(spec.b, bz, gn, gk)
-                            off = gather_offset(spec.b, bz, gn, gk)
-                            cp_async(~sb[st, so], B_PTR + (off if ok else i64(0)), 16, 16 if ok else 0)
-                        else:
-                            gn = n0 + (r if B_KM else b_c0)
-                            gk = k0 + (b_c0 if B_KM else r)
-                            for e in CHS:
-                                v: f32 = 0.0
-                                if B_KM:
-                                    if gn < N and gk + e < k_end:
-                                        v = b_value(bz, gn, gk + e)
-                                else:
-                                    if gk < k_end and gn + e < N:
-                                        v = b_value(bz, gn + e, gk)
-                                sb[st, b_at(r, b_c0, e)] = v
-                cp_async_commit_group()
-                if WG:
-                    if kt >= 0:
-                        # (after the copies: issuing a wgmma waits for the tensor cores, which would delay them)
-                        wgmma_fence()
-                        for ks in K16S:
-                            wgmma(~acc[0, 0, 0], ~sa[kt % S, wg_a + ks * A_K16], ~sb[kt % S, wg_b + ks * B_K16], WN,
-                                  not A_KM, not B_KM, A_LBO, B_LBO, kt > 0 or ks > 0)
-                        wgmma_commit_group()
-                        wgmma_wait_group(1)
-                elif kt == -1:
-                    cp_async_wait_group(S - 2)
-                    syncthreads()
-                    if TF32:  # fragments element by element (A[g|g+8, t|t+4], B[t|t+4, g])
-                        for mi in MTS:
-                            for q, dm, dk in A_TF32:
-                                if A_KM:
-                                    af[0, mi, q] = sa[0, a_at(wm0 + mi * 16 + fg + dm, ft + dk)]
-                                else:
-                                    af[0, mi, q] = sa[0, a_at(ft + dk, wm0 + mi * 16 + fg + dm)]
-                        for ni in NTS:
-                            for q, dk in B_TF32:
-                                if B_KM:
-                                    bf[0, ni, q] = sb[0, b_at(wn0 + ni * 8 + fg, ft + dk)]
-                                else:
-                                    bf[0, ni, q] = sb[0, b_at(ft + dk, wn0 + ni * 8 + fg)]
-                    for mi in LD_MTS:
-                        if A_KM:
-                            ldmatrix(~af[0, mi, 0], ~sa[0, a_at(wm0 + mi * 16 + lane % 16, lane / 16 * 8)], 4)
-                        else:
-                            ldmatrix(~af[0, mi, 0],
-                                     ~sa[0, a_at(lane % 8 + lane / 16 * 8, wm0 + mi * 16 + lane / 8 % 2 * 8)], 4, True)
-                    for nj in LD_NT2S:
-                        if B_KM:
-                            ldmatrix(~bf[0, 2 * nj, 0],
-                                     ~sb[0, b_at(wn0 + nj * 16 + lane / 16 * 8 + lane % 8, lane / 8 % 2 * 8)], 4)
-                        else:
-                            ldmatrix(~bf[0, 2 * nj, 0], ~sb[0, b_at(lane % 16, wn0 + nj * 16 + lane / 16 * 8)], 4, True)
-                if not WG and kt >= 0:
-                    for ks in KSTEPS:
-                        # the fragments of the next k-step: of this tile, or (last step) of the next tile, once
-                        # it has landed and every warp is done with the stage the next copies overwrite
-                        if ks == len(KSTEPS) - 1:
-                            cp_async_wait_group(S - 2)
+                    return
+                for kt in range(k_tiles):
+                    mbarrier_wait(~bars[kt % S], (kt / S) % 2)
+                    wgmma_fence()
+                    for ks in K16S:
+                        wgmma(~acc[0, 0, 0], ~sa[kt % S, wg_a + ks * A_K16], ~sb[kt % S, wg_b + ks * B_K16], WN,
+                              not A_KM, not B_KM, A_LBO, B_LBO, kt > 0 or ks > 0)
+                    wgmma_commit_group()
+                    wgmma_wait_group(1)  # (tile kt - 1's wgmmas are complete: its stage is released)
+                    if kt > 0 and tid % 128 == 0:
+                        mbarrier_arrive(~empty[(kt - 1) % S])
+            else:
+                # iterations kt < 0 fill the pipeline; at kt = -1 the first tile's first fragments are loaded (mma)
+                for kt in range(-LEAD, k_tiles):
+                    if WG:
+                        if kt >= 0:
+                            # tile kt has landed (the copies of every thread: fence and barrier), and every
+                            # warpgroup is done with tile kt - 2, whose stage the copies below refill
+                            if TMA:
+                                mbarrier_wait(~bars[kt % S], (kt / S) % 2)
+                            else:
+                                cp_async_wait_group(S - 3)
+                                fence_proxy_async()
                             syncthreads()
-                        ls = (kt + 1) % S if ks == len(KSTEPS) - 1 else kt % S
-                        lk = 0 if ks == len(KSTEPS) - 1 else (ks + 1) * KSTEP
-                        nb = (ks + 1) % 2
-                        if TF32:
+                    nxt = kt + LEAD
+                    if nxt < k_tiles:
+                        st = nxt % S
+                        k0 = k_begin + nxt * BK
+                        if TMA:
+                            if tid == 0:
+                                mbarrier_arrive_expect_tx(~bars[st], STAGE_BYTES)
+                                if WIN is not None:
+                                    tma_load_im2col(~sa[st, 0], A_MAP, ~bars[st], im2col_origin(k0, m0),
+                                                    im2col_offsets(k0))
+                                for dmn, so in A_BOXES:
+                                    tma_copy(A_MAP, A_3D, A_KM, ~sa[st, so], ~bars[st], m0 + dmn, k0, bz)
+                                for dmn, so in B_BOXES:
+                                    tma_copy(B_MAP, B_3D, B_KM, ~sb[st, so], ~bars[st], n0 + dmn, k0, bz)
+                        # ---- A tile (chunk it of this thread: tile row a_r0 + it * A_RSTEP, column a_c0)
+                        a_off = a_base + i64(a_mn0) * A_SMN + i64(k0 + a_k0) * A_SK  # (direct: its first chunk)
+                        for it in A_ITERS:
+                            r = a_r0 + it * A_RSTEP
+                            so = a_s0 + it * A_SSTEP if A_SSTEP is not None else a_at(r, a_c0)
+                            if A_DIRECT:
+                                ok = all_of(A_FULL or (it * A_RSTEP < a_left if A_KM else a_left > 0),
+                                            FULL_K or k0 + a_k0 + (0 if A_KM else it * A_RSTEP) < k_end)
+                                cp_async(~sa[st, so], A_PTR + (a_off + it * A_STEP), 16, 16 if ok else 0)
+                            elif A_SPLIT is not None:  # k-major: a_c0 runs along k, 8 channels of one window position
+                                gk = k0 + a_k0
+                                ok = all_of(A_FULL or it * A_RSTEP < a_left, FULL_K or gk < k_end,
+                                            split_ok(spec.a, A_SPLIT, a_rt, it, gk))
+                                cp_async(~sa[st, so], A_PTR + i64(split_offset(spec.a, A_SPLIT, a_ro, it, gk)),
+                                         16, 16 if ok else 0)
+                            elif A_GATHER:
+                                gm = m0 + r
+                                gk = k0 + a_c0
+                                ok = gm < M and gk < k_end and gather_valid(spec.a, bz, gm, gk)
+                                off = gather_offset(spec.a, bz, gm, gk)
+                                cp_async(~sa[st, so], A_PTR + (off if ok else i64(0)), 16, 16 if ok else 0)
+                            else:
+                                gm = m0 + (r if A_KM else a_c0)
+                                gk = k0 + (a_c0 if A_KM else r)
+                                for e in CHS:
+                                    v: f32 = 0.0
+                                    if A_KM:
+                                        if gm < M and gk + e < k_end:
+                                            v = a_value(bz, gm, gk + e)
+                                    else:
+                                        if gk < k_end and gm + e < M:
+                                            v = a_value(bz, gm + e, gk)
+                                    sa[st, a_at(r, a_c0, e)] = v
+                        # ---- B tile
+                        b_off = b_base + i64(b_mn0) * B_SMN + i64(k0 + b_k0) * B_SK
+                        for it in B_ITERS:
+                            r = b_r0 + it * B_RSTEP
+                            so = b_s0 + it * B_SSTEP if B_SSTEP is not None else b_at(r, b_c0)
+                            if B_DIRECT:
+                                ok = all_of(B_FULL or (it * B_RSTEP < b_left if B_KM else b_left > 0),
+                                            FULL_K or k0 + b_k0 + (0 if B_KM else it * B_RSTEP) < k_end)
+                                cp_async(~sb[st, so], B_PTR + (b_off + it * B_STEP), 16, 16 if ok else 0)
+                            elif B_SPLIT is not None:
+                                gk = k0 + b_k0
+                                ok = all_of(B_FULL or it * B_RSTEP < b_left, FULL_K or gk < k_end,
+                                            split_ok(spec.b, B_SPLIT, b_rt, it, gk))
+                                cp_async(~sb[st, so], B_PTR + i64(split_offset(spec.b, B_SPLIT, b_ro, it, gk)),
+                                         16, 16 if ok else 0)
+                            elif B_GATHER:
+                                gn = n0 + r
+                                gk = k0 + b_c0
+                                ok = gn < N and gk < k_end and gather_valid(spec.b, bz, gn, gk)
+                                off = gather_offset(spec.b, bz, gn, gk)
+                                cp_async(~sb[st, so], B_PTR + (off if ok else i64(0)), 16, 16 if ok else 0)
+                            else:
+                                gn = n0 + (r if B_KM else b_c0)
+                                gk = k0 + (b_c0 if B_KM else r)
+                                for e in CHS:
+                                    v: f32 = 0.0
+                                    if B_KM:
+                                        if gn < N and gk + e < k_end:
+                                            v = b_value(bz, gn, gk + e)
+                                    else:
+                                        if gk < k_end and gn + e < N:
+                                            v = b_value(bz, gn + e, gk)
+                                    sb[st, b_at(r, b_c0, e)] = v
+                    cp_async_commit_group()
+                    if WG:
+                        if kt >= 0:
+                            # (after the copies: issuing a wgmma waits for the tensor cores, which would delay them)
+                            wgmma_fence()
+                            for ks in K16S:
+                                wgmma(~acc[0, 0, 0], ~sa[kt % S, wg_a + ks * A_K16], ~sb[kt % S, wg_b + ks * B_K16], WN,
+                                      not A_KM, not B_KM, A_LBO, B_LBO, kt > 0 or ks > 0)
+                            wgmma_commit_group()
+                            wgmma_wait_group(1)
+                    elif kt == -1:
+                        cp_async_wait_group(S - 2)
+                        syncthreads()
+                        if TF32:  # fragments element by element (A[g|g+8, t|t+4], B[t|t+4, g])
                             for mi in MTS:
                                 for q, dm, dk in A_TF32:
                                     if A_KM:
-                                        af[nb, mi, q] = sa[ls, a_at(wm0 + mi * 16 + fg + dm, lk + ft + dk)]
+                                        af[0, mi, q] = sa[0, a_at(wm0 + mi * 16 + fg + dm, ft + dk)]
                                     else:
-                                        af[nb, mi, q] = sa[ls, a_at(lk + ft + dk, wm0 + mi * 16 + fg + dm)]
+                                        af[0, mi, q] = sa[0, a_at(ft + dk, wm0 + mi * 16 + fg + dm)]
                             for ni in NTS:
                                 for q, dk in B_TF32:
                                     if B_KM:
-                                        bf[nb, ni, q] = sb[ls, b_at(wn0 + ni * 8 + fg, lk + ft + dk)]
+                                        bf[0, ni, q] = sb[0, b_at(wn0 + ni * 8 + fg, ft + dk)]
                                     else:
-                                        bf[nb, ni, q] = sb[ls, b_at(lk + ft + dk, wn0 + ni * 8 + fg)]
+                                        bf[0, ni, q] = sb[0, b_at(ft + dk, wn0 + ni * 8 + fg)]
                         for mi in LD_MTS:
                             if A_KM:
-                                ldmatrix(~af[nb, mi, 0],
-                                         ~sa[ls, a_at(wm0 + mi * 16 + lane % 16, lk + lane / 16 * 8)], 4)
+                                ldmatrix(~af[0, mi, 0], ~sa[0, a_at(wm0 + mi * 16 + lane % 16, lane / 16 * 8)], 4)
                             else:
-                                ldmatrix(~af[nb, mi, 0],
-                                         ~sa[ls, a_at(lk + lane % 8 + lane / 16 * 8, wm0 + mi * 16 + lane / 8 % 2 * 8)],
-                                         4, True)
+                                ldmatrix(~af[0, mi, 0],
+                                         ~sa[0, a_at(lane % 8 + lane / 16 * 8, wm0 + mi * 16 + lane / 8 % 2 * 8)], 4,
+                                         True)
                         for nj in LD_NT2S:
                             if B_KM:
-                                ldmatrix(~bf[nb, 2 * nj, 0],
-                                         ~sb[ls, b_at(wn0 + nj * 16 + lane / 16 * 8 + lane % 8, lk + lane / 8 % 2 * 8)],
-                                         4)
+                                ldmatrix(~bf[0, 2 * nj, 0],
+                                         ~sb[0, b_at(wn0 + nj * 16 + lane / 16 * 8 + lane % 8, lane / 8 % 2 * 8)], 4)
                             else:
-                                ldmatrix(~bf[nb, 2 * nj, 0],
-                                         ~sb[ls, b_at(lk + lane % 16, wn0 + nj * 16 + lane / 16 * 8)], 4, True)
-                        for mi in MTS:
-                            for ni in NTS:
-                                mma_sync(~af[ks % 2, mi, 0], ~bf[ks % 2, ni, 0], ~acc[mi, ni, 0], MMA_SHAPE)
+                                ldmatrix(~bf[0, 2 * nj, 0], ~sb[0, b_at(lane % 16, wn0 + nj * 16 + lane / 16 * 8)], 4,
+                                         True)
+                    if not WG and kt >= 0:
+                        for ks in KSTEPS:
+                            # the fragments of the next k-step: of this tile, or (last step) of the next tile, once
+                            # it has landed and every warp is done with the stage the next copies overwrite
+                            if ks == len(KSTEPS) - 1:
+                                cp_async_wait_group(S - 2)
+                                syncthreads()
+                            ls = (kt + 1) % S if ks == len(KSTEPS) - 1 else kt % S
+                            lk = 0 if ks == len(KSTEPS) - 1 else (ks + 1) * KSTEP
+                            nb = (ks + 1) % 2
+                            if TF32:
+                                for mi in MTS:
+                                    for q, dm, dk in A_TF32:
+                                        if A_KM:
+                                            af[nb, mi, q] = sa[ls, a_at(wm0 + mi * 16 + fg + dm, lk + ft + dk)]
+                                        else:
+                                            af[nb, mi, q] = sa[ls, a_at(lk + ft + dk, wm0 + mi * 16 + fg + dm)]
+                                for ni in NTS:
+                                    for q, dk in B_TF32:
+                                        if B_KM:
+                                            bf[nb, ni, q] = sb[ls, b_at(wn0 + ni * 8 + fg, lk + ft + dk)]
+                                        else:
+                                            bf[nb, ni, q] = sb[ls, b_at(lk + ft + dk, wn0 + ni * 8 + fg)]
+                            for mi in LD_MTS:
+                                if A_KM:
+                                    ldmatrix(~af[nb, mi, 0],
+                                             ~sa[ls, a_at(wm0 + mi * 16 + lane % 16, lk + lane / 16 * 8)], 4)
+                                else:
+                                    ldmatrix(~af[nb, mi, 0],
+                                             ~sa[ls, a_at(lk + lane % 8 + lane / 16 * 8,
+                                                          wm0 + mi * 16 + lane / 8 % 2 * 8)],
+                                             4, True)
+                            for nj in LD_NT2S:
+                                if B_KM:
+                                    ldmatrix(~bf[nb, 2 * nj, 0],
+                                             ~sb[ls, b_at(wn0 + nj * 16 + lane / 16 * 8 + lane % 8,
+                                                          lk + lane / 8 % 2 * 8)],
+                                             4)
+                                else:
+                                    ldmatrix(~bf[nb, 2 * nj, 0],
+                                             ~sb[ls, b_at(lk + lane % 16, wn0 + nj * 16 + lane / 16 * 8)], 4, True)
+                            for mi in MTS:
+                                for ni in NTS:
+                                    mma_sync(~af[ks % 2, mi, 0], ~bf[ks % 2, ni, 0], ~acc[mi, ni, 0], MMA_SHAPE)
             if WG:
                 wgmma_wait_group(0)
             cp_async_wait_all()
@@ -691,10 +747,10 @@ def build_script_module(spec: GemmSpec, cfg: MmaConfig, m_bound=None):
                 for mi, ni, e in ACCS:
                     ws[(i64(tile * SPLIT + split) * ACC_N + (mi * NT + ni) * 4 + e) * THREADS + tid] = acc[mi, ni, e]
                 threadfence()
-                syncthreads()
+                block_sync()
                 if tid == 0:
                     flag[0] = atomic_add(~locks[tile], 1)
-                syncthreads()
+                block_sync()
                 if flag[0] != SPLIT - 1:
                     return
                 threadfence()
@@ -707,7 +763,7 @@ def build_script_module(spec: GemmSpec, cfg: MmaConfig, m_bound=None):
                     locks[tile] = 0
 
             # ---- epilogue: accumulators → shared (fp32) → outputs
-            syncthreads()
+            block_sync()
             cst = view(dynamic_shared_memory(0, f32), f32[BM, BN + STAGE_PAD])
             g = lane / 4
             t4 = lane % 4
@@ -719,7 +775,7 @@ def build_script_module(spec: GemmSpec, cfg: MmaConfig, m_bound=None):
                     cst[r, c + 1] = acc[mi, ni, 1]
                     cst[r + 8, c] = acc[mi, ni, 2]
                     cst[r + 8, c + 1] = acc[mi, ni, 3]
-            syncthreads()
+            block_sync()
             for it in range(E_ITERS):
                 idx = tid + it * THREADS
                 r = idx / VPR
