@@ -71,6 +71,7 @@ def candidate_rows(template, shape, inputs, expected, flops, t_torch, args):
         t = graph_time(lambda: launch(*inputs, out), args.calls, args.repeat)
         rows.append([shape, 'candidate', f'{t * 1e3:.1f}', f'{flops / t / 1e9:.0f}', f'{t_torch / t:.2f}', cfg.name(),
                      f'max err {err:.3g}'])
+        print('  '.join(rows[-1]), flush=True)  # (as it goes: a run cut short keeps what it measured)
     return rows
 
 
