@@ -17,7 +17,8 @@ from hidet.lang.cuda import (activemask, atomic_add, atomic_cas, atomic_exchange
                              syncthreads_count, syncthreads_or, syncwarp, threadfence, threadfence_block, threadIdx,
                              fence_proxy_async, wgmma, wgmma_commit_group, wgmma_fence, wgmma_wait_group,
                              fence_mbarrier_init, mbarrier_arrive_expect_tx, mbarrier_init, mbarrier_wait,
-                             named_barrier_sync, tma_load_im2col)
+                             named_barrier_sync, tensor_map, tma_load_im2col)
+from hidet.ir.type import Im2col
 
 
 # ---------------------------------------------------------------------------------------------- kernels
@@ -251,19 +252,15 @@ def im2col_module(shape, lower, upper, strides, pixels: int, coords, offsets):
     """One TMA im2col copy (sm_90): ``pixels`` pixels x 64 channels of a channels-last float16 x[n, h, w, c]
     (bounding box corners ``lower`` / ``upper`` and traversal ``strides`` of the tensor map, window origin
     ``coords`` (c, w, h, n), window offsets (w, h)) into 128-byte swizzled shared memory, then out[pixels, 64]
-    unswizzled. The tensor map is a kernel parameter over x, as the matmul template's (mma.py)."""
-    from hidet.ir.expr import Var
-    from hidet.ir.type import Im2col, TensorMapType, TensorType
-
+    unswizzled. The tensor map is a kernel parameter over x (built by the launch entry: callers pass x, out)."""
     n, h, w, c = shape
-    x = Var('x', f16, type=TensorType(f16, [n * h * w * c], 'pointer'))
-    tmap = Var('tmap', f16, type=TensorMapType(x, [c, w, h, n], [c * 2, w * c * 2, h * w * c * 2], [64, pixels], 0,
-                                                Im2col(lower, upper, strides)))
     coords, offsets = list(coords), list(offsets)
 
     with hidet.script_module() as script_module:
         @hidet.script
-        def im2col_copy(out: f16[pixels, 64]):
+        def im2col_copy(x: f16[n, h, w, c], out: f16[pixels, 64],
+                        tmap: tensor_map(x, [c, w, h, n], [c * 2, w * c * 2, h * w * c * 2], [64, pixels],
+                                         im2col=Im2col(lower, upper, strides))):
             attr.cuda_grid_dim = 1
             attr.cuda_block_dim = 128
             attr.cuda_dynamic_smem_bytes = pixels * 128 + 1008
@@ -283,9 +280,6 @@ def im2col_module(shape, lower, upper, strides, pixels: int, coords, offsets):
                 r = q // 64
                 col = q % 64
                 out[r, col] = s[r * 64 + (col // 8 ^ r % 8) * 8 + col % 8]
-    kernel = script_module.functions[-1]
-    kernel.params[:0] = [x]
-    kernel.params.append(tmap)
     return script_module
 
 
@@ -371,6 +365,10 @@ def test_wgmma_argument_errors():
         named_barrier_sync(0, 128)
     with pytest.raises(ValueError, match='multiple of 32'):
         named_barrier_sync(1, 100)
+    with pytest.raises(TypeError, match='16-bit floats'):
+        tensor_map(acc, [32], [], [32])
+    with pytest.raises(TypeError, match='tensor parameter'):
+        tensor_map(hidet.ir.expr.Var('n', i32), [32, 2], [64], [32, 2])
 
 
 def test_cuda_script_source():

@@ -11,7 +11,7 @@ from __future__ import annotations
 from hidet.ir.dtypes import data_type, int32
 from hidet.ir.expr import Expr, cast, convert
 from hidet.ir.lowlevel import PrimCall
-from hidet.ir.type import PointerType, TensorMapType, is_scalar, type_of, void
+from hidet.ir.type import Im2col, PointerType, TensorMapType, TensorType, is_scalar, type_of, void
 
 from .constructs import as_pointer, describe, pointee, register_tensor, shared_tensor
 
@@ -338,6 +338,19 @@ def mbarrier_arrive_expect_tx(bar, nbytes):
 def mbarrier_wait(bar, phase):
     """Wait until the phase of parity ``phase`` of ``bar`` completes (its n-th phase has parity n % 2)."""
     return PrimCall('cuda_mbarrier_wait', [_barrier(bar, 'mbarrier_wait: bar'), _scalar(phase, 'the phase')], void)
+
+
+def tensor_map(tensor, dims, strides, box, offset=0, im2col: Im2col = None) -> TensorMapType:
+    """The type of a TMA tensor-map kernel parameter over tensor parameter ``tensor`` (a parameter annotation:
+    ``tmap: tensor_map(a, [k, m], [k * 2], [64, 128])``): ``dims`` innermost first, ``strides`` the byte
+    strides of dims 1.. (multiples of 16), ``box`` the elements of one copy, ``offset`` the first element;
+    ``im2col`` (hidet.ir.type.Im2col) for TMA's im2col mode over a channels-last input. The kernel's launch
+    entry builds the map from the tensor's buffer; callers pass the tensor alone. See TensorMapType."""
+    if not isinstance(type_of(tensor), TensorType) or type_of(tensor).scope != 'pointer':
+        raise TypeError(f'tensor_map: the tensor must be a tensor parameter of the kernel, got {describe(tensor)}')
+    if type_of(tensor).dtype.nbytes != 2:
+        raise TypeError(f'tensor_map: tensor maps hold 16-bit floats, got a {type_of(tensor).dtype} tensor')
+    return TensorMapType(tensor, dims, strides, box, offset, im2col)
 
 
 def tma_load(dst, tensor_map, bar, *coords):

@@ -20,7 +20,7 @@ from hidet.ir.dtypes import DataType
 from hidet.ir.expr import BufferLoad, Expr, SymbolVar, Var, convert
 from hidet.ir.lowlevel import FunctionCall, PrimCall
 from hidet.ir.stmt import For, Function, Seq, Stmt
-from hidet.ir.type import PointerType, TensorType, is_pointer, is_scalar, is_tensor, type_of, void
+from hidet.ir.type import PointerType, TensorMapType, TensorType, is_pointer, is_scalar, is_tensor, type_of, void
 
 from .constructs import describe, scalar_literal
 from .errors import HidetScriptError
@@ -125,6 +125,8 @@ class Transpiler(StmtTranslator, ExprTranslator):
             return _PY_TYPES[value]
         if isinstance(value, (DataType, PointerType, TensorType)):
             return value
+        if isinstance(value, TensorMapType) and what.startswith('parameter'):
+            return value
         raise self.error(node, f'the annotation of {what} must be a hidet type (e.g. f32, ~f32 or f32[m, n]), '
                                f'got {describe(value)}')
 
@@ -135,36 +137,34 @@ class Transpiler(StmtTranslator, ExprTranslator):
             if a.annotation is None:
                 raise self.error(a, f"parameter '{a.arg}' needs a type annotation (e.g. `{a.arg}: f32`)")
             pending.append(a)
-        types: Dict[str, object] = {}
-        # scalars first, so that tensor shapes may use them (``a: f32[m, n], m: i32``)
-        for attempt in range(2):
+        declared: Dict[str, Var] = {}
+        # each parameter is in scope once its type is known: scalars for tensor shapes (``a: f32[m, n], m: i32``),
+        # tensors for tensor maps (``tmap: tensor_map(a, ...)``), whatever the order
+        for attempt in range(3):
             for a in list(pending):
                 try:
                     t = self.param_type(a.annotation, annotations.get(a.arg, _MISSING), f"parameter '{a.arg}'")
                 except HidetScriptError:
-                    if attempt == 1:
+                    if attempt == 2:
                         raise
                     continue
-                types[a.arg] = t
                 pending.remove(a)
-                if isinstance(t, DataType):
-                    self.bind(a.arg, Var(a.arg, t))
-        for a in params:
-            t = types[a.arg]
-            if isinstance(t, DataType):
-                var = self.scopes[-1][a.arg]
-            elif isinstance(t, PointerType):
-                var = Var(a.arg, t.dtype, type=t)
-            else:
-                for s in t.shape:
-                    if not (isinstance(s, int) or (isinstance(s, Expr) and is_scalar(s) and s.dtype.is_integer())):
-                        raise self.error(a, f"the shape of parameter '{a.arg}' must hold integers or expressions of "
-                                            f'integer parameters, got {describe(s)}')
-                var = Var(a.arg, t.dtype, type=t.with_scope('pointer'))
-            if isinstance(t, DataType) and t is void:
+                declared[a.arg] = self.param_var(a, t)
+                self.bind(a.arg, declared[a.arg])
+        self.params.extend(declared[a.arg] for a in params)
+
+    def param_var(self, a: ast.arg, t) -> Var:
+        if isinstance(t, DataType):
+            if t is void:
                 raise self.error(a, f"parameter '{a.arg}' cannot be void")
-            self.bind(a.arg, var)
-            self.params.append(var)
+            return Var(a.arg, t)
+        if isinstance(t, (PointerType, TensorMapType)):
+            return Var(a.arg, t.dtype, type=t)
+        for s in t.shape:
+            if not (isinstance(s, int) or (isinstance(s, Expr) and is_scalar(s) and s.dtype.is_integer())):
+                raise self.error(a, f"the shape of parameter '{a.arg}' must hold integers or expressions of "
+                                    f'integer parameters, got {describe(s)}')
+        return Var(a.arg, t.dtype, type=t.with_scope('pointer'))
 
     def finish(self, body: Stmt, ret_annotation) -> Function:
         fdef = self.fdef
