@@ -140,8 +140,9 @@ def test_defaults_and_winners():
         names[i] = [c.name() for c in template.space(1)]
         if i in WINNERS:
             assert WINNERS[i] in names[i], (xs, names[i])
-    # level 0: unstaged; as wide as the row up to 64 (VW 8 for 7x7); 16x16v4 on wider rows; direct for stride 2
-    assert [names[i][0] for i in (0, 1, 2, 5)] == ['14x56v4', '14x28v1h2d', '14x16v8', '16x16v4']
+    # level 0: unstaged; as wide as the row up to 64 (VW 8 for 7x7); on wider rows 16 x 112 with columns of 8
+    # outputs per thread (the level-2 winner at 32x32x112x112); direct for stride 2
+    assert [names[i][0] for i in (0, 1, 2, 5)] == ['14x56v4', '14x28v1h2d', '14x16v8', '16x112v1h8']
     task, _ = fused_task(EPILOGUES['silu+residual'][0], *[(s, 'float16') for s in EPILOGUE_SHAPES['silu+residual']])
     assert DepthwiseSpec(task).reads_residual and find_depthwise_template(task, 'cuda').default().staged
     task, _ = fused_task(bias_relu, ([2, 6, 9, 9], 'float16'), ([6, 1, 3, 3], 'float16'), ([6], 'float16'))

@@ -514,8 +514,9 @@ def default_config(spec: DepthwiseSpec) -> DepthwiseConfig:
     - rows of at most 64 outputs: a tile as wide as the row, 4 outputs per thread (8 for windows of 5x5 and
       more), about 256 threads: 8x96x56x56 3x3 14x56v4 9.5 us (cuDNN 8.8, the old default 14x28v4s 14.0);
       8x384x14x14 7x7 14x16v8 7.6 us (cuDNN 26.1; 14x14v2s 11.3);
-    - wider rows: 16x16 tiles of 4 outputs per thread (64 threads): 32x32x112x112 3x3 16x16v4 48.1 us (cuDNN
-      35.4; 16x28v4s 66.3);
+    - wider rows: tiles up to 128 outputs wide (the row of 112x112), 16 rows, a column of 8 outputs per thread
+      (about 256 threads; its input tile's halo 14%, a 16x16 tile's 27%): 32x32x112x112 3x3 16x112v1h8 29.8 us,
+      1.19x cuDNN's 35.5 (stop 18's level-2 winner; the previous default 16x16v4 0.75x);
     - stride 2 or more: no input tile (``direct``), a thread reads its windows through L1 (the staged tile of a
       stride-2 window holds ~4 inputs per output, loaded with index arithmetic and a barrier before any
       compute), a column of 2 outputs per thread (4 for 5x5 and larger windows: the rows between them are
@@ -533,7 +534,7 @@ def default_config(spec: DepthwiseSpec) -> DepthwiseConfig:
     vw = _fit(8 if big else 4, spec.ow)
     if spec.ow <= 64:
         return _tile(spec, vw, 64, 256, staged=staged)
-    return _tile(spec, vw, 16, 64, staged=staged)
+    return _tile(spec, 1, 128, 256, vh=_fit(8, spec.oh), staged=staged)
 
 
 def _cuda_candidates(spec: DepthwiseSpec) -> List[DepthwiseConfig]:
@@ -561,7 +562,7 @@ def _cuda_candidates(spec: DepthwiseSpec) -> List[DepthwiseConfig]:
         _tile(spec, 2, 64, 256, vh=4),
         _tile(spec, 2, 64, 256, vh=kh),  # a column of a window's height: 7x7 on 14x14 in two row groups
         _tile(spec, vw, 64, 256, vh=2),
-        _tile(spec, 1, 128, 256, vh=8),  # 112x112: 16x112v1h8
+        _tile(spec, 1, 128, 256, vh=8),  # 112x112: 16x112v1h8 (the default of rows wider than 64)
         _tile(spec, 1, 32, 128, vh=4),
         _tile(spec, 2, 128, 512, vh=8),  # 112x112: 56x112v2h8 (56 x 7 threads)
         _tile(spec, 1, 128, 1024, vh=4),  # 112x112: 28x112v1h4 (112 x 7 threads)
