@@ -152,6 +152,8 @@ def workspace_floats(spec: GemmSpec, cfg: MmaConfig, m=None) -> int:
 def check_config(spec: GemmSpec, cfg: MmaConfig) -> str:
     """'' when ``cfg`` can run ``spec``, else why not."""
     c = cfg
+    if c.ws and not c.tma:
+        return 'warp-specialized configs are TMA configs'
     if c.wgmma:
         if spec.mma_dtype.nbytes != 2:
             return 'wgmma configs multiply float16/bfloat16 operands'
@@ -167,8 +169,6 @@ def check_config(spec: GemmSpec, cfg: MmaConfig) -> str:
                 return why
     elif c.tma:
         return 'TMA configs are wgmma configs'
-    if c.ws and not c.tma:
-        return 'warp-specialized configs are TMA configs'
     elif c.bm % c.wm or c.bn % c.wn or c.wm % 16 or c.wn % 16 or c.bk % 16:
         return 'tiles must be multiples of the warp tiles (m16, n16, k16)'
     if not 1 <= c.warps <= 8:
