@@ -7,7 +7,7 @@ Hidet Script modules (``IRModule.exports``) instead export one entry point per k
 """
 from __future__ import annotations
 
-from typing import Dict, List, Optional, Set
+from typing import Dict, List, Optional, Sequence, Set
 
 from hidet.ir.dtypes import DataType
 from hidet.ir.expr import Binary, BufferLoad, Call, Cast, Constant, Expr, Select, SymbolVar, Unary, Var
@@ -512,6 +512,18 @@ def _tensor_map_lines(gen: CodeGen, f: Function, p: Var, buffer_of) -> List[str]
                   f'    std::string err = hidet::lang::make_im2col_tensor_map<{elem}>(&{name}, {base}, dims_, '
                   f'strides_, lower_, upper_, {values(t.box, "uint32_t")}, traversal_);']
     return lines + [f'    if (!err.empty()) return hidet::fail("{f.name}: tensor map {p.name}: " + err);', '  }']
+
+
+def merge_libraries(sources: Sequence[str]) -> str:
+    """One library's source from several generated ones whose functions and entry points have distinct names:
+    the header includes and the library exports (HIDET_DEFINE_LIBRARY_EXPORTS) once, from the first."""
+    merged = []
+    for i, source in enumerate(sources):
+        lines = source.splitlines()
+        if i:
+            lines = [line for line in lines if not line.startswith(('#include', 'HIDET_DEFINE_LIBRARY_EXPORTS'))]
+        merged += lines + ['']
+    return '\n'.join(merged)
 
 
 def forwarding_launch(label: str, kernel: str, num_buffers: int, num_dims: int = 0) -> List[str]:

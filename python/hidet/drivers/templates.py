@@ -10,6 +10,8 @@ A template object (what a finder returns for one task) provides:
 - ``source(config, fallback=True)``: the CUDA / C++ source of the task's kernel library (the ``launch``
   entry of the kernel ABI); ``fallback=False`` for tuning candidates, which may then leave out the slow
   path for misaligned buffers;
+- ``candidates_source(configs)`` (optional): one library holding several tuning candidates, config i behind
+  the entry ``launch_<i>`` (a CUDA library's fixed compile cost, its headers and host code, then paid once);
 - ``config_to_json(config)`` / ``config_from_json(obj)``: how a chosen config is stored;
 - ``points(task, target)`` / ``source_of(configs)``: the (task, target, template) whose configs the tuner
   chooses, and the source from those configs. A template is its own single point by default; a template of
@@ -37,6 +39,10 @@ class Template:
 
     def source(self, config, fallback: bool = True) -> str:
         raise NotImplementedError
+
+    def candidates_source(self, configs: List[Any]) -> Optional[str]:
+        """One library of tuning candidates (entries ``launch_<i>``), or None: each compiles alone."""
+        return None
 
     def check(self, config) -> str:
         """Why ``config`` cannot run the task ('' when it can)."""

@@ -1,7 +1,8 @@
 """Tuning at build time: which config of a template each task runs.
 
 Level 0 takes the template's default. Levels 1 and 2 compile the candidates of every task still untuned in
-parallel (one ``build_libraries`` call), then benchmark each task's candidates on its target (CUDA events on
+parallel (one ``build_libraries`` call; a template with ``candidates_source`` puts up to BUNDLE_MAX of them
+in one library), then benchmark each task's candidates on its target (CUDA events on
 the GPU, wall clock on the CPU; a progress bar ``Finding the best candidates for <task> <shapes>``) and store the winner in the cache
 (``<cache_dir>/tuning/``, keyed by the task, target, arch, template, level, options and hidet's version), so
 a second build of the same task tunes nothing.
@@ -15,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import os
 import time
 import warnings
 from typing import Callable, List, Optional, Sequence, Tuple
@@ -24,9 +26,10 @@ from hidet.backend import cache
 from hidet.ir.task import Task
 from hidet.version import __version__
 
-# benchmark(task, library path, target, trial) -> milliseconds per launch (math.inf when the candidate cannot
-# run or disagrees with the trial's reference)
-Benchmark = Callable[[Task, str, str, 'Trial'], float]
+# benchmark(task, library path, target, trial, entry) -> milliseconds per call of the library's entry (math.inf
+# when the candidate cannot run; WrongResults when it disagrees with the trial's reference)
+Benchmark = Callable[[Task, str, str, 'Trial', str], float]
+BUNDLE_MAX = 4  # tuning candidates per library (templates that bundle them: see templates.Template)
 AGREE_RTOL = 2e-2  # outputs agree within this fraction of the reference's largest magnitude (elementwise)
 
 
@@ -90,20 +93,29 @@ class Trial:
         return ''
 
 
+def bundle_size(candidates: int) -> int:
+    """Candidates compiled in one library: a CUDA library's fixed cost (headers, host code: ~1.6 s of the 2.4 s
+    of a wgmma candidate with nvcc 13 here) is paid once per library, while enough libraries remain to keep
+    every build worker busy; at most BUNDLE_MAX."""
+    options = hidet.option.current()
+    workers = (options.num_build_workers or os.cpu_count() or 1) if options.parallel_build else 1
+    return max(1, min(BUNDLE_MAX, candidates // workers))
+
+
 class WrongResults(Exception):
     """A candidate's outputs disagree with the reference candidate's."""
 
 
-def benchmark_library(task: Task, path: str, target: str, trial: Trial = None, warmup: int = 2, number: int = 5,
-                      repeat: int = 5) -> float:
-    """Median milliseconds per launch of the library's ``launch`` on the task's shapes (on the GPU: CUDA
-    events; on the CPU: wall clock), after one launch whose outputs must agree with the ``trial``'s reference
-    (else WrongResults); math.inf when the candidate cannot run."""
+def benchmark_library(task: Task, path: str, target: str, trial: Trial = None, entry: str = 'launch', warmup: int = 2,
+                      number: int = 5, repeat: int = 5) -> float:
+    """Median milliseconds per call of the library's ``entry`` on the task's shapes (on the GPU: CUDA events;
+    on the CPU: wall clock), after one call whose outputs must agree with the ``trial``'s reference (else
+    WrongResults); math.inf when the candidate cannot run."""
     from hidet.runtime.compiled_module import CompiledModule
     from hidet.utils.benchmark import benchmark_func
 
     trial = trial or Trial(task, target)
-    launch = CompiledModule(path)['launch']
+    launch = CompiledModule(path)[entry]
     try:
         outputs, args = trial.run(launch)
     except Exception:  # noqa: BLE001 - a candidate that fails to launch (e.g. too much shared memory) loses
@@ -139,13 +151,22 @@ def choose_configs(items: Sequence[Tuple[Task, str, object]], level: int,
         pending.append((i, key, candidates))
     if not pending:
         return chosen
-    # compile every candidate of every untuned task at once
-    jobs = []
+    # compile every candidate of every untuned task at once: (library job, entry) per candidate
+    jobs, where = [], []
+    size = bundle_size(sum(len(c) for _, _, c in pending))
     for i, key, candidates in pending:
         task, target, template = items[i]
-        for c in candidates:
-            jobs.append((template.source(c, fallback=False), target, f'{task.name} candidate'))
-    paths = iter(cache.build_libraries(jobs))
+        for start in range(0, len(candidates), size):
+            group = candidates[start:start + size]
+            source = template.candidates_source(group) if len(group) > 1 else None
+            if source is None:
+                where += [(len(jobs) + j, 'launch') for j in range(len(group))]
+                jobs += [(template.source(c, fallback=False), target, f'{task.name} candidate') for c in group]
+            else:
+                where += [(len(jobs), f'launch_{j}') for j in range(len(group))]
+                jobs.append((source, target, f'{task.name} candidates'))
+    paths = cache.build_libraries(jobs)
+    libraries = iter((paths[job], entry) for job, entry in where)
     benchmark = benchmark or benchmark_library
     from tqdm import tqdm
 
@@ -153,8 +174,9 @@ def choose_configs(items: Sequence[Tuple[Task, str, object]], level: int,
         task, target, template = items[i]
         latencies, trial = [], Trial(task, target)
         for c in tqdm(candidates, desc=f'Finding the best candidates for {template.title}', leave=False):
+            path, entry = next(libraries)
             try:
-                latencies.append(benchmark(task, next(paths), target, trial))
+                latencies.append(benchmark(task, path, target, trial, entry))
             except WrongResults as e:
                 latencies.append(math.inf)
                 warnings.warn(f'hidet: tuning candidate {template.config_to_json(c)} of {template.name} for '

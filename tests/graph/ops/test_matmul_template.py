@@ -19,6 +19,7 @@ from hidet.graph.ops.matmul import MatmulOp
 from hidet.graph.ops.matmul_templates import MmaConfig, NotGemm, explain, find_matmul_template, match_gemm
 from hidet.graph.ops.matmul_templates.mma import check_config
 from hidet.graph.ops.matmul_templates.space import default_config, space
+from hidet.drivers.templates import Template
 from hidet.ir.compute import compute, reduce, tensor_input
 from hidet.ir.task import Task
 
@@ -247,7 +248,7 @@ def test_config_checks():
 
 
 # ---------------------------------------------------------------------------------------------- tuning cache
-class FakeTemplate:
+class FakeTemplate(Template):
     """A template over CPU kernels whose candidates differ by a comment; a fake benchmark reads it back."""
 
     name = 'fake-v1'
@@ -275,7 +276,7 @@ class FakeTemplate:
 
 
 def fake_benchmark(calls, latency):
-    def benchmark(task, path, target, trial):
+    def benchmark(task, path, target, trial, entry):
         with open(os.path.join(os.path.dirname(path), 'source.cpp')) as f:
             config = int(re.match(r'// config (\d+)', f.read()).group(1))
         calls.append(config)
@@ -333,10 +334,10 @@ def test_tuning_drops_candidates_that_compute_something_else(tmp_path):
     template = WrongTemplate(task)
     seen = []
 
-    def timed(task, path, target, trial):  # the real check, then candidate 1 as the fastest
+    def timed(task, path, target, trial, entry):  # the real check, then candidate 1 as the fastest
         with open(os.path.join(os.path.dirname(path), 'source.cpp')) as f:
             config = int(re.match(r'// config (\d+)', f.read()).group(1))
-        tuning.benchmark_library(task, path, target, trial, warmup=0, number=1, repeat=1)
+        tuning.benchmark_library(task, path, target, trial, entry, warmup=0, number=1, repeat=1)
         seen.append(config)
         return {0: 3.0, 1: 1.0, 2: 2.0, 3: 2.5}[config]
 
@@ -345,6 +346,52 @@ def test_tuning_drops_candidates_that_compute_something_else(tmp_path):
             assert tuning.choose_configs([(task, 'cpu', template)], 2, timed) == [2]
         record = json.loads(open(cache.tuning_path(tuning.tuning_key(task, 'cpu', template, 2))).read())
     assert sorted(seen) == [0, 2, 3] and [c['latency_ms'] for c in record['candidates']] == [3.0, None, 2.0, 2.5]
+
+
+class BundlingTemplate(FakeTemplate):
+    """Hand-written CPU libraries (d = a * 2; candidate 2: * 3) that tuning may compile several to a library."""
+
+    name = 'bundling-v1'
+
+    def source(self, config, fallback=True, entry='launch'):
+        factor = 3.0 if config == 2 else 2.0
+        return '\n'.join([f'// config {config}', '#include <hidet/kernel/cpu.h>', 'HIDET_DEFINE_LIBRARY_EXPORTS()',
+                          f'HIDET_KERNEL_EXPORT int32_t {entry}(void* const* buffers, int32_t num_buffers, '
+                          'const int64_t* dims, int32_t num_dims, void* stream) {',
+                          '  const float* a = (const float*)buffers[0];',
+                          '  float* d = (float*)buffers[1];',
+                          f'  for (int i = 0; i < 16; i++) d[i] = a[i] * {factor}f;',
+                          '  return 0;', '}'])
+
+    def candidates_source(self, configs):
+        from hidet.backend.codegen import merge_libraries
+
+        return merge_libraries([self.source(c, entry=f'launch_{i}') for i, c in enumerate(configs)])
+
+
+def test_tuning_compiles_candidates_together(tmp_path):
+    """A template with candidates_source gets up to BUNDLE_MAX candidates per library (fewer where the build
+    workers would idle), each timed and checked through its own entry."""
+    from hidet.drivers import tuning
+
+    a = tensor_input('a', 'float32', [16])
+    task = Task('double', [a], [compute('d', [16], lambda i: a[i] * 2.0)])
+    template = BundlingTemplate(task)
+    seen = []
+
+    def timed(task, path, target, trial, entry):
+        seen.append((path, entry))
+        tuning.benchmark_library(task, path, target, trial, entry, warmup=0, number=1, repeat=1)
+        return 1.0 + len(seen)
+
+    with hidet.option.context(cache_dir=str(tmp_path), num_build_workers=1):
+        assert tuning.bundle_size(4) == 4 and tuning.bundle_size(3) == 3 and tuning.bundle_size(9) == 4
+        with pytest.warns(UserWarning, match=r"candidate \{'value': 2\}"):
+            assert tuning.choose_configs([(task, 'cpu', template)], 2, timed) == [0]
+    assert [e for _, e in seen] == ['launch_0', 'launch_1', 'launch_2', 'launch_3']
+    assert len({p for p, _ in seen}) == 1
+    with hidet.option.context(num_build_workers=8):
+        assert tuning.bundle_size(9) == 1 and tuning.bundle_size(32) == 4 and tuning.bundle_size(20) == 2
 
 
 def test_trial_outputs_agree_within_a_tolerance():
@@ -447,6 +494,25 @@ def test_wgmma_sources_compile_with_nvcc():
         assert all('hidet::lang::tma_load_im2col(' in sources[i] for i in (-3, -1))
         paths = build_libraries([(s, 'cuda', 'matmul-template-test') for s in sources])
     assert all(os.path.exists(p) for p in paths)
+
+
+def test_candidates_compile_together_with_nvcc():
+    """sm_90: several candidates of one task (cp.async, split-k, TMA) in one library, behind launch_0.."""
+    _nvcc_or_skip()
+    import subprocess
+
+    from hidet.backend.cache import build_libraries
+
+    task = matmul_task([512, 1024], [1024, 768])
+    cfgs = [MmaConfig(128, 256, 64, 64, 256, 4, 1, True), MmaConfig(128, 128, 64, 64, 128, 4, 2, True),
+            MmaConfig(128, 128, 64, 64, 128, 4, 2, True, True)]
+    with hidet.option.context(cuda_arch='sm_90'):
+        template = find_matmul_template(task, 'cuda')
+        source = template.candidates_source(cfgs)
+        assert source.count('#include <hidet/kernel/lang.h>') == 1
+        (path,) = build_libraries([(source, 'cuda', 'matmul-template-test')])
+    symbols = subprocess.run(['nm', '-D', '--defined-only', path], capture_output=True, text=True).stdout
+    assert all(f' launch_{i}' in symbols for i in range(3)) and ' launch\n' not in symbols
 
 
 def _eval(e, env):

@@ -47,6 +47,11 @@ class MmaMatmulTemplate(GemmTemplate):
 
         return template_source(self.spec, config, fallback)
 
+    def candidates_source(self, configs: List[MmaConfig]) -> str:
+        from .source import candidates_source
+
+        return candidates_source(self.spec, configs)
+
     def check(self, config: MmaConfig) -> str:
         return check_config(self.spec, config)
 

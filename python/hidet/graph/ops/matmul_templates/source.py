@@ -29,12 +29,12 @@ def _generic_lines(spec: GemmSpec) -> List[str]:
     return lines
 
 
-def template_source(spec: GemmSpec, cfg, fallback: bool = True) -> str:
+def template_source(spec: GemmSpec, cfg, fallback: bool = True, entry: str = 'launch') -> str:
     """CUDA source of the library; ``fallback=False`` (tuning candidates) leaves the auto-scheduler's kernels
     out, and misaligned buffers are then an error. ``cfg``: one MmaConfig, or for a symbolic m a dispatch,
-    ``[(largest m, config), ..., (None, config)]`` in increasing ranges: the launch entry runs the kernel of
-    the first range holding the m it computes from the dims."""
-    from hidet.backend.codegen import CodeGen, generate, symbol_bindings
+    ``[(largest m, config), ..., (None, config)]`` in increasing ranges: the launch entry (named ``entry``)
+    runs the kernel of the first range holding the m it computes from the dims."""
+    from hidet.backend.codegen import CodeGen, generate, merge_libraries, symbol_bindings
 
     from .mma import build_script_module
 
@@ -42,15 +42,12 @@ def template_source(spec: GemmSpec, cfg, fallback: bool = True) -> str:
     symbols = spec.task.symbols()
     nin = len(spec.task.inputs)
     total = nin + 1
-    lines, kernels = [], {}  # config → its kernel's name
+    kernels, scripts = {}, []  # config → its kernel's name; their Hidet Script modules' sources
     for bound, c in ranges:
         if c not in kernels:
             kernels[c] = kernel_name(spec, c)
-            script = generate(build_script_module(spec, c, bound).ir_module())
-            if len(kernels) > 1:  # one library: its header and exports once
-                script = '\n'.join(line for line in script.splitlines()
-                                   if not line.startswith(('#include', 'HIDET_DEFINE_LIBRARY_EXPORTS')))
-            lines += [script, '']
+            scripts.append(generate(build_script_module(spec, c, bound).ir_module()))
+    lines = [merge_libraries(scripts)]
     if fallback:
         lines += _generic_lines(spec)
     for bound, c in ranges:
@@ -70,7 +67,7 @@ def template_source(spec: GemmSpec, cfg, fallback: bool = True) -> str:
     if vector_store(spec):
         checks.append(f'hidet::is_aligned(buffers[{nin}], 8)')
     cond = ' && '.join(dict.fromkeys(checks)) or 'true'
-    lines += ['HIDET_KERNEL_EXPORT int32_t launch(void* const* buffers, int32_t num_buffers, const int64_t* dims, '
+    lines += [f'HIDET_KERNEL_EXPORT int32_t {entry}(void* const* buffers, int32_t num_buffers, const int64_t* dims, '
               'int32_t num_dims, void* stream) {',
               f'  if (num_buffers != {total})',
               f'    return hidet::fail("{spec.task.name}: expected {total} buffers ({nin} inputs, 1 output), got " + '
@@ -104,3 +101,10 @@ def template_source(spec: GemmSpec, cfg, fallback: bool = True) -> str:
         lines += [f'  return hidet::fail("{spec.task.name}: buffers are not aligned for the matmul template");']
     lines += ['}', '']
     return '\n'.join(lines)
+
+
+def candidates_source(spec: GemmSpec, configs) -> str:
+    """One library of tuning candidates (no fallback): config i's kernel behind the entry ``launch_<i>``."""
+    from hidet.backend.codegen import merge_libraries
+
+    return merge_libraries([template_source(spec, c, False, f'launch_{i}') for i, c in enumerate(configs)])
