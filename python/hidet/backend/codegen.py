@@ -526,11 +526,12 @@ def merge_libraries(sources: Sequence[str]) -> str:
     return '\n'.join(merged)
 
 
-def forwarding_launch(label: str, kernel: str, num_buffers: int, num_dims: int = 0) -> List[str]:
-    """A ``launch`` entry (kernel ABI) for a template's library: checks the buffer count, then calls the
-    Hidet Script kernel's own entry point with the same buffers and the ``num_dims`` symbolic dimensions
-    (its scalar parameters)."""
-    return ['HIDET_KERNEL_EXPORT int32_t launch(void* const* buffers, int32_t num_buffers, const int64_t* dims, '
+def forwarding_launch(label: str, kernel: str, num_buffers: int, num_dims: int = 0, entry: str = 'launch'
+                      ) -> List[str]:
+    """A ``launch`` entry (kernel ABI; named ``entry``) for a template's library: checks the buffer count, then
+    calls the Hidet Script kernel's own entry point with the same buffers and the ``num_dims`` symbolic
+    dimensions (its scalar parameters)."""
+    return [f'HIDET_KERNEL_EXPORT int32_t {entry}(void* const* buffers, int32_t num_buffers, const int64_t* dims, '
             'int32_t num_dims, void* stream) {',
             f'  if (num_buffers != {num_buffers})',
             f'    return hidet::fail("{label}: expected {num_buffers} buffers, got " + std::to_string(num_buffers));',

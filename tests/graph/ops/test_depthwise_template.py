@@ -207,7 +207,12 @@ def test_cuda_sources_compile_with_nvcc():
         paths = build_libraries([(s, 'cuda', 'depthwise-template-test') for s in sources])
     with hidet.option.context(cuda_arch='sm_80'):
         paths += build_libraries([(sources[0], 'cuda', 'depthwise-template-test')])
+        template = find_depthwise_template(fused, 'cuda')  # tuning candidates together: launch_0, launch_1, ...
+        bundle = template.candidates_source(template.space(1)[:3])
+        assert all(f'int32_t launch_{i}(' in bundle for i in range(3)) and 'int32_t launch(' not in bundle
+        paths += build_libraries([(bundle, 'cuda', 'depthwise-template-test')])
     assert all(os.path.exists(p) for p in paths)
+    assert dw.DepthwiseTemplate(DepthwiseSpec(fused), 'cpu').candidates_source(template.space(1)[:2]) is None
 
 
 # ---------------------------------------------------------------------------------------------- the CPU twin

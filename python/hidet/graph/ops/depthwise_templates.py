@@ -611,12 +611,21 @@ class DepthwiseTemplate(Template):
     def space(self, level: int) -> List[DepthwiseConfig]:
         return space(self.spec, self.target, level)
 
-    def source(self, config: DepthwiseConfig, fallback: bool = True) -> str:
+    def source(self, config: DepthwiseConfig, fallback: bool = True, entry: str = 'launch') -> str:
         from hidet.backend.codegen import forwarding_launch, generate
 
         script = generate(build_script_module(self.spec, config, self.target).ir_module())
         name = kernel_name(self.spec, config, self.target)
-        return '\n'.join([script, ''] + forwarding_launch('depthwise conv2d', name, len(self.spec.values.ins) + 1))
+        return '\n'.join([script, ''] + forwarding_launch('depthwise conv2d', name, len(self.spec.values.ins) + 1,
+                                                          entry=entry))
+
+    def candidates_source(self, configs: List[DepthwiseConfig]) -> Optional[str]:
+        """CUDA: one library of tuning candidates (config i behind ``launch_<i>``; nvcc's fixed cost once)."""
+        from hidet.backend.codegen import merge_libraries
+
+        if self.target != 'cuda':
+            return None
+        return merge_libraries([self.source(c, entry=f'launch_{i}') for i, c in enumerate(configs)])
 
     def check(self, config: DepthwiseConfig) -> str:
         return check_config(self.spec, config, self.target)
