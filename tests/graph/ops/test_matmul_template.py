@@ -581,7 +581,7 @@ def test_conv_window_gives_the_gather_and_the_im2col_box(x_shape, w_shape, strid
     exactly the output positions as window origins, and the im2col TMA twins are offered only when asked."""
     import random
 
-    from hidet.graph.ops.matmul_templates.mma import im2col_corners, im2col_window, tma_unsupported
+    from hidet.graph.ops.matmul_templates.tma import im2col_corners, im2col_window, tma_unsupported
 
     spec = _conv_spec(x_shape, w_shape, stride, padding, dilation)
     win = spec.a.gather.window
@@ -613,7 +613,7 @@ def test_conv_window_gives_the_gather_and_the_im2col_box(x_shape, w_shape, strid
 def test_conv_window_only_where_im2col_fits():
     """No window (or no im2col) where TMA cannot copy the gather: channels not a multiple of 64 (a k-tile
     would straddle window positions), a gather that is not a convolution's (merged heads)."""
-    from hidet.graph.ops.matmul_templates.mma import im2col_window, tma_unsupported
+    from hidet.graph.ops.matmul_templates.tma import im2col_window, tma_unsupported
 
     spec = _conv_spec([2, 9, 9, 32], [16, 3, 3, 32], 1, 1, 1)
     assert spec.a.gather.window is not None and im2col_window(spec) is None

@@ -34,7 +34,8 @@ import functools
 from dataclasses import asdict, dataclass
 from typing import Optional
 
-from .spec import ConvWindow, GemmSpec
+from .spec import GemmSpec
+from .tma import BOX_K, im2col_map, im2col_window, tensor_map, tma_unsupported
 from .values import GemmValues, _prod, row_split
 
 STAGE_PAD = 8    # floats of padding per row of the epilogue's staging tile
@@ -87,7 +88,7 @@ def is_tf32(spec: GemmSpec) -> bool:
 
 
 WG_ALIGN = 1024  # the 128-byte swizzle's period: wgmma tiles start at multiples of it
-WG_BK = 64  # k of a wgmma config's tile: one 128-byte row of 16-bit values
+WG_BK = BOX_K  # k of a wgmma config's tile: one 128-byte row of 16-bit values, as TMA's boxes
 
 
 def stage_elements(spec: GemmSpec, cfg: MmaConfig):
@@ -195,84 +196,6 @@ def check_config(spec: GemmSpec, cfg: MmaConfig) -> str:
         if per_split * (c.split_k - 1) >= k_tiles:
             return 'some k splits would get no k tiles'
     return ''
-
-
-def tma_unsupported(spec: GemmSpec) -> str:
-    """Why TMA cannot copy the operands of ``spec`` ('' when it can): both read straight from 16-byte aligned
-    rows (direct), or A through a 2-D convolution's window (im2col_window), static sizes, at most one batch
-    dimension."""
-    if not ((spec.a.vector_ok or im2col_window(spec) is not None) and spec.b.vector_ok):
-        return ('TMA copies operands read straight from aligned rows of an input, or A through a 2-D convolution\'s '
-                'window with channels a multiple of 64 (not other gathers or computed operands)')
-    if spec.task.symbols():
-        return 'TMA configs need static sizes'
-    if len(spec.batch_vars) > 1:
-        return 'TMA configs take at most one batch dimension'
-    return ''
-
-
-def im2col_corners(window: ConvWindow):
-    """The bounding box of TMA's im2col mode over ``window``'s input, as (lower, upper) corners of (w, h): the
-    window origins of its output positions, -padding to -padding + (out - 1) * stride, relative to (0, 0) and
-    to the input's far side."""
-    lower, upper = [], []
-    for i in (1, 0):  # w, then h
-        size, out, s, p = window.input[1 + i], window.out[i], window.stride[i], window.padding[i]
-        lower.append(-p)
-        upper.append(-p + (out - 1) * s + 1 - size)
-    return lower, upper
-
-
-def im2col_window(spec: GemmSpec) -> Optional[ConvWindow]:
-    """The convolution window of a gathered A that TMA's im2col mode can copy, or None: channels a multiple of
-    the k-tile (each k-tile lies at one window position), bounding-box corners within [-128, 127], strides up
-    to 8, window offsets under 2^16."""
-    gather = spec.a.gather
-    window = gather.window if gather is not None else None
-    if window is None or window.input[3] % WG_BK:
-        return None
-    lower, upper = im2col_corners(window)
-    if not all(-128 <= c <= 127 for c in lower + upper) or max(window.stride) > 8:
-        return None
-    if any((r - 1) * d >= 1 << 16 for r, d in zip(window.kernel, window.dilation)):
-        return None
-    return window
-
-
-def _im2col_map(values: GemmValues, window: ConvWindow, rows: int):
-    """The im2col tensor map of A's convolution input: columns of ``rows`` pixels of 64 channels, landing as
-    the rows of a k-major tile in the 128-byte swizzled layout of ``tile_offset``."""
-    from hidet.ir.type import Im2col, TensorMapType
-
-    n, h, w, c = window.input
-    nbytes = values.spec.mma_dtype.nbytes
-    lower, upper = im2col_corners(window)
-    im2col = Im2col(lower, upper, [1, window.stride[1], window.stride[0], 1])
-    return TensorMapType(values.ins[values.spec.a.gather.pos], [c, w, h, n], [c * nbytes, w * c * nbytes,
-                         h * w * c * nbytes], [WG_BK, rows], 0, im2col)
-
-
-def _tensor_map(values: GemmValues, op, mn: int, rows: int):
-    """The TMA tensor map of direct operand ``op`` (``mn`` its m or n size, ``rows`` its tile's m or n rows):
-    k-major, boxes of [rows][64 k]; m/n-major, boxes of [64 k][64 m/n] (one per 64 of the tile's m/n); a batch
-    dimension where the operand moves along the batch. Its boxes land in the 128-byte swizzled layout of
-    ``tile_offset``."""
-    from hidet.ir.type import TensorMapType
-
-    spec = values.spec
-    pos, index = op.direct
-    tensor = values.ins[pos]
-    nbytes = spec.mma_dtype.nbytes
-    smn = index.coeff(spec.m_var if op is spec.a else spec.n_var)
-    sk = index.coeff(spec.k_var)
-    if op.k_major:
-        dims, strides, box = [spec.k, mn], [smn * nbytes], [WG_BK, rows]
-    else:
-        dims, strides, box = [mn, spec.k], [sk * nbytes], [64, WG_BK]
-    sb = index.coeff(spec.batch_vars[0]) if spec.batch_vars else 0
-    if sb:
-        dims, strides, box = dims + [spec.batch], strides + [sb * nbytes], box + [1]
-    return TensorMapType(tensor, dims, strides, box, index.offset), bool(sb)
 
 
 def vector_width(spec: GemmSpec) -> int:
@@ -409,9 +332,11 @@ def build_script_module(spec: GemmSpec, cfg: MmaConfig, m_bound=None):
         IM_C, (IM_OH, IM_OW), IM_KW = WIN.input[3], WIN.out, WIN.kernel[1]
         (IM_SH, IM_SW), (IM_PH, IM_PW), (IM_DH, IM_DW) = WIN.stride, WIN.padding, WIN.dilation
     if TMA:
-        a_map_type, A_3D = (_im2col_map(values, WIN, BM), False) if WIN is not None else _tensor_map(values, spec.a, M,
-                                                                                                      BM)
-        b_map_type, B_3D = _tensor_map(values, spec.b, N, BN)
+        if WIN is not None:
+            a_map_type, A_3D = im2col_map(values, WIN, BM), False
+        else:
+            a_map_type, A_3D = tensor_map(values, spec.a, M, BM)
+        b_map_type, B_3D = tensor_map(values, spec.b, N, BN)
         A_MAP, B_MAP = Var('tmap_a', dt, type=a_map_type), Var('tmap_b', dt, type=b_map_type)
         MAPS = [A_MAP, B_MAP]
         # (box, its m/n offset in the tile, its element offset in the stage): one box, or one per 64 of m/n

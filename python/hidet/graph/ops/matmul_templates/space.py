@@ -6,7 +6,8 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import List, Tuple
 
-from .mma import MAX_SMEM, WG_BK, MmaConfig, check_config, smem_bytes, tiles, tma_unsupported
+from .mma import MAX_SMEM, WG_BK, MmaConfig, check_config, smem_bytes, tiles
+from .tma import tma_unsupported
 from .spec import GemmSpec
 
 LEVEL1_MAX, LEVEL2_MAX = 8, 40
