@@ -31,6 +31,7 @@ from hidet.version import __version__
 Benchmark = Callable[[Task, str, str, 'Trial', str], float]
 BUNDLE_MAX = 4  # tuning candidates per library (templates that bundle them: see templates.Template)
 AGREE_RTOL = 2e-2  # outputs agree within this fraction of the reference's largest magnitude (elementwise)
+AGREE_STRAY = 1e-5  # and are NaN or infinite at the same elements but this fraction
 
 
 def tuning_key(task: Task, target: str, template, level: int) -> str:
@@ -72,13 +73,28 @@ class Trial:
 
     def disagreement(self, outputs) -> str:
         """'' when a candidate's ``outputs`` agree with the reference (the first become it), else how they
-        differ: NaNs elsewhere, or an element further from the reference's than AGREE_RTOL of its largest
-        finite magnitude."""
+        differ: NaN or infinite in one and not the other at more than AGREE_STRAY of the elements (an output
+        left unwritten stays NaN; a value at an edge, an overflow or the square root of ~0, may round either
+        way), or a value finite in both further from the reference's than AGREE_RTOL of its largest."""
         import numpy as np
 
         if self.reference is None:
             self.reference = outputs
             return ''
+        for i, (want, got) in enumerate(zip(self.reference, outputs)):
+            stray = int(np.count_nonzero(np.isnan(want) != np.isnan(got)) +
+                        np.count_nonzero(np.isinf(want) != np.isinf(got)))
+            if stray > AGREE_STRAY * want.size:
+                return (f'output {i} is NaN or infinite at {stray} elements where the first candidate\'s is not, or '
+                        'the reverse')
+            both = np.isfinite(want) & np.isfinite(got)
+            if both.any():
+                scale = float(np.abs(want[both]).max())
+                diff = float(np.abs(want[both] - got[both]).max())
+                if diff > AGREE_RTOL * scale:
+                    return (f'output {i} differs from the first candidate\'s by up to {diff:.4g} (values up to '
+                            f'{scale:.4g})')
+        return ''
         for i, (want, got) in enumerate(zip(self.reference, outputs)):
             finite = np.isfinite(want)
             if not np.array_equal(finite, np.isfinite(got)) or not np.array_equal(want[~finite], got[~finite],
