@@ -547,4 +547,25 @@ def test_tma_im2col_copies_windows(case):
     out = torch.full((pixels, 64), float('nan'), device='cuda').half()
     im2col_module(*IM2COL_CASES[case]).build()(x, out)
     expected = im2col_reference(x, lower, upper, strides, pixels, coords, offsets)
-    assert torch.equal(out, expected)
+    assert torch.equal(out, expected), _im2col_diagnosis(x, out, IM2COL_CASES[case])
+
+
+def _im2col_diagnosis(x, out, case) -> str:
+    """Which reading of the tensor map's (w, h) pairs the hardware's copy matches, if another one does."""
+    import itertools
+
+    shape, lower, upper, strides, pixels, coords, offsets = case
+    swap = lambda pair: tuple(reversed(pair))  # noqa: E731
+    for corners, offs, steps in itertools.product((False, True), repeat=3):
+        lo, up = (swap(lower), swap(upper)) if corners else (lower, upper)
+        st = (strides[0], strides[2], strides[1], strides[3]) if steps else strides
+        try:
+            want = im2col_reference(x, lo, up, st, pixels, coords, swap(offsets) if offs else offsets)
+        except ValueError:  # (the origin is not on that reading's grid)
+            continue
+        if torch.equal(out, want):
+            return f'the copy matches the reference with (w, h) swapped in: corners {corners}, offsets {offs}, ' \
+                   f'traversal strides {steps}'
+    rows = [p for p in range(pixels) if not torch.equal(out[p], im2col_reference(
+        x, lower, upper, strides, pixels, coords, offsets)[p])]
+    return f'no reading of the (w, h) pairs matches; pixels that differ: {rows[:16]}'
