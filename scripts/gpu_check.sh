@@ -8,8 +8,8 @@
 #   STAGE: core (cuda tests but the model suites), select (the cuda tests under $SELECT), models (torchvision / transformers / ONNX models),
 #          bench (build times, ops, matmul), conv (resnet50's 3x3 convolutions at batch 32, channels-last, against
 #          cuDNN; tuning level CONV_SPACE, default 0), tma (the TMA im2col copy, convolution and warp-specialized
-#          configs against torch, then every level-2 candidate with their TMA / warp-specialized twins timed on
-#          resnet50's 3x3 convolutions and 4096^3), report (the model table, serving from C++ against Python,
+#          configs against torch, tuning with candidates compiled together, then every level-2 candidate with
+#          their TMA / warp-specialized twins timed on resnet50's 3x3 convolutions and 4096^3), report (the model table, serving from C++ against Python,
 #          ONNX models against onnxruntime). Default: core bench.
 #   TEST_TIMEOUT=360 MODELS_TIMEOUT=480 BENCH_TIMEOUT=120 REPORT_MODELS=resnet18,...
 #
@@ -78,7 +78,8 @@ for stage in $STAGES; do
       echo "== TMA: im2col copies, convolution and warp-specialized configs"
       run_pytest pytest_tma "${TEST_TIMEOUT:-360}" "$ROOT/tests/lang/test_script_cuda.py::test_tma_im2col_copies_windows" \
         "$ROOT/tests/graph/ops/test_matmul_template.py::test_im2col_tma_convolution_configs" \
-        "$ROOT/tests/graph/ops/test_matmul_template.py::test_every_tile_shape_with_computed_and_transposed_operands"
+        "$ROOT/tests/graph/ops/test_matmul_template.py::test_every_tile_shape_with_computed_and_transposed_operands" \
+        "$ROOT/tests/graph/ops/test_matmul_template.py::test_tuning_runs_candidates_compiled_together"
       (cd /tmp && timeout "${BENCH_TIMEOUT:-300}" python3 "$ROOT/scripts/bench_matmul.py" conv:32x64x56x56x64x3x3p1 \
          conv:32x128x28x28x128x3x3p1 conv:32x256x14x14x256x3x3p1 conv:32x512x7x7x512x3x3p1 4096x4096x4096 \
          --space 0 --candidates --im2col --ws) 2>&1 | grep -v "it/s\]" | tee "$LOG_DIR/bench_tma.log" | tail -150 ;;

@@ -8,6 +8,7 @@ from dataclasses import replace
 import math
 import os
 import re
+import warnings
 
 import numpy
 import pytest
@@ -757,6 +758,28 @@ def test_im2col_tma_convolution_configs(x_shape, w_shape, stride, padding, dilat
         return y.permute(0, 2, 3, 1).half().contiguous()
 
     _check_candidates(task, lambda: (x, w), reference, configs)
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize('dtype', ['float16', 'bfloat16'])
+def test_tuning_runs_candidates_compiled_together(dtype, tmp_path):
+    """Level 2 with 2 build workers: the candidates compile 4 to a library, each runs through its own entry
+    and agrees with the default (every one timed, none dropped), and the winner computes the product."""
+    from hidet.drivers.tuning import bundle_size, choose_configs, tuning_key
+
+    a, b = _rand([200, 328], dtype), _rand([328, 520], dtype, 0.1)
+    task = matmul_task([200, 328], [328, 520], dtype)
+    template = find_matmul_template(task, 'cuda')
+    with hidet.option.context(cache_dir=str(tmp_path), num_build_workers=2):
+        assert bundle_size(len(template.space(2))) == 4
+        with warnings.catch_warnings():
+            warnings.simplefilter('error')  # (a candidate dropped for its results would warn)
+            (config,) = choose_configs([(task, 'cuda', template)], 2)
+        from hidet.backend import cache
+
+        record = json.loads(open(cache.tuning_path(tuning_key(task, 'cuda', template, 2))).read())
+    assert all(c['latency_ms'] is not None for c in record['candidates'])
+    _check_candidates(task, lambda: (a, b), lambda x, y: (x.float() @ y.float()).to(x.dtype), [config])
 
 
 @pytest.mark.cuda
