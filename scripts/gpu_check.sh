@@ -9,8 +9,8 @@
 #          bench (build times, ops, matmul), conv (resnet50's 3x3 convolutions at batch 32, channels-last, against
 #          cuDNN; tuning level CONV_SPACE, default 0), tma (the TMA im2col copy, convolution and warp-specialized
 #          configs against torch, tuning with candidates compiled together, then every level-2 candidate with
-#          their TMA / warp-specialized twins timed on resnet50's 3x3 convolutions and 4096^3), report (the model table, serving from C++ against Python,
-#          ONNX models against onnxruntime). Default: core bench.
+#          their TMA / warp-specialized twins timed on resnet50's 3x3 convolutions and 4096^3), report (the model
+#          table, serving from C++ against Python, ONNX models against onnxruntime). Default: core bench.
 #   TEST_TIMEOUT=360 MODELS_TIMEOUT=480 BENCH_TIMEOUT=120 REPORT_MODELS=resnet18,...
 #
 # pytest-xdist spreads the tests over the cores where installed; wheels under .whl/ (see the device
@@ -76,7 +76,8 @@ for stage in $STAGES; do
       done ;;
     tma)
       echo "== TMA: im2col copies, convolution and warp-specialized configs"
-      run_pytest pytest_tma "${TEST_TIMEOUT:-360}" "$ROOT/tests/lang/test_script_cuda.py::test_tma_im2col_copies_windows" \
+      run_pytest pytest_tma "${TEST_TIMEOUT:-360}" \
+        "$ROOT/tests/lang/test_script_cuda.py::test_tma_im2col_copies_windows" \
         "$ROOT/tests/graph/ops/test_matmul_template.py::test_im2col_tma_convolution_configs" \
         "$ROOT/tests/graph/ops/test_matmul_template.py::test_every_tile_shape_with_computed_and_transposed_operands" \
         "$ROOT/tests/graph/ops/test_matmul_template.py::test_tuning_runs_candidates_compiled_together"

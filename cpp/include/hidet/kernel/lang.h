@@ -292,9 +292,9 @@ __device__ __forceinline__ void tma_load(void* dst, const CUtensorMap* map, uint
 __device__ __forceinline__ void tma_load_im2col(void* dst, const CUtensorMap* map, uint64_t* bar, int c, int w, int h,
                                                 int n, uint16_t ow, uint16_t oh) {
   asm volatile(
-      "cp.async.bulk.tensor.4d.shared::cluster.global.im2col.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4, %5, %6}], "
-      "[%2], {%7, %8};\n" ::"r"(shared_address(dst)), "l"(reinterpret_cast<uint64_t>(map)), "r"(shared_address(bar)),
-      "r"(c), "r"(w), "r"(h), "r"(n), "h"(ow), "h"(oh)
+      "cp.async.bulk.tensor.4d.shared::cluster.global.im2col.mbarrier::complete_tx::bytes "
+      "[%0], [%1, {%3, %4, %5, %6}], [%2], {%7, %8};\n" ::"r"(shared_address(dst)),
+      "l"(reinterpret_cast<uint64_t>(map)), "r"(shared_address(bar)), "r"(c), "r"(w), "r"(h), "r"(n), "h"(ow), "h"(oh)
       : "memory");
 }
 
@@ -311,12 +311,14 @@ inline void* driver_function(const char* name) {
 }
 
 inline PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder() {
-  static const auto fn = reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(driver_function("cuTensorMapEncodeTiled"));
+  static const auto fn =
+      reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(driver_function("cuTensorMapEncodeTiled"));
   return fn;
 }
 
 inline PFN_cuTensorMapEncodeIm2col_v12000 im2col_tensor_map_encoder() {
-  static const auto fn = reinterpret_cast<PFN_cuTensorMapEncodeIm2col_v12000>(driver_function("cuTensorMapEncodeIm2col"));
+  static const auto fn =
+      reinterpret_cast<PFN_cuTensorMapEncodeIm2col_v12000>(driver_function("cuTensorMapEncodeIm2col"));
   return fn;
 }
 
