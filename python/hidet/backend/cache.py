@@ -118,7 +118,7 @@ def _compile_missing(missing: Dict[str, tuple], options: Options) -> None:
     with ThreadPoolExecutor(max_workers=min(workers, len(missing))) as pool:
         futures = {key: pool.submit(_build_entry, source, name, tc, key, options)
                    for key, (source, name, tc) in missing.items()}
-        with tqdm(total=len(futures), desc=f'Compiling {len(futures)} kernels', disable=len(futures) <= 1,
+        with tqdm(total=len(futures), desc=f'Compiling {len(futures)} kernel libraries', disable=len(futures) <= 1,
                   leave=False) as bar:
             for _ in as_completed(futures.values()):
                 bar.update(1)
