@@ -3,9 +3,10 @@
 Level 0 takes the template's default. Levels 1 and 2 compile the candidates of every task still untuned in
 parallel (one ``build_libraries`` call; a template with ``candidates_source`` puts up to BUNDLE_MAX of them
 in one library), then benchmark each task's candidates on its target (CUDA events on
-the GPU, wall clock on the CPU; a progress bar ``Finding the best candidates for <task> <shapes>``) and store the winner in the cache
-(``<cache_dir>/tuning/``, keyed by the task, target, arch, template, level, options and hidet's version), so
-a second build of the same task tunes nothing.
+the GPU, wall clock on the CPU; a progress bar ``Finding the best candidates for <task> <shapes>``) and store
+the winner in the cache (``<cache_dir>/tuning/``, keyed by the task, target, arch, template, level, options
+and hidet's version), so a second build of the same task tunes nothing. A line on stderr says how long the
+compiling and the timing took.
 
 A task's candidates run on the same random inputs (a Trial), and each one's outputs must agree with those of
 the first candidate that ran (the default, at the front of every space): one that computes something else —
@@ -17,6 +18,7 @@ import hashlib
 import json
 import math
 import os
+import sys
 import time
 import warnings
 from typing import Callable, List, Optional, Sequence, Tuple
@@ -169,7 +171,9 @@ def choose_configs(items: Sequence[Tuple[Task, str, object]], level: int,
             else:
                 where += [(len(jobs), f'launch_{j}') for j in range(len(group))]
                 jobs.append((source, target, f'{task.name} candidates'))
+    t0 = time.perf_counter()
     paths = cache.build_libraries(jobs)
+    compiled_s = time.perf_counter() - t0
     libraries = iter((paths[job], entry) for job, entry in where)
     benchmark = benchmark or benchmark_library
     from tqdm import tqdm
@@ -191,6 +195,9 @@ def choose_configs(items: Sequence[Tuple[Task, str, object]], level: int,
             raise RuntimeError(f'no candidate of {template.name} could run {template.title}')
         chosen[i] = candidates[best]
         _store(key, task, template, level, candidates, latencies, best)
+    timed_s = time.perf_counter() - t0 - compiled_s
+    print(f'hidet: tuned {len(pending)} task(s) at level {level}: {len(where)} candidates compiled in '
+          f'{compiled_s:.1f} s ({len(jobs)} libraries), run and timed in {timed_s:.1f} s', file=sys.stderr)
     return chosen
 
 
