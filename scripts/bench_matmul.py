@@ -56,10 +56,11 @@ def candidate_rows(template, shape, inputs, expected, flops, t_torch, args):
     configs = template.space(2, im2col=True) if args.im2col else template.space(2)
     if args.ws:
         configs += [replace(c, ws=True) for c in configs if c.tma]
-    paths = build_libraries([(template.source(c, fallback=False), 'cuda', 'candidate') for c in configs])
+    groups = [configs[i:i + 4] for i in range(0, len(configs), 4)]  # 4 to a library, as tuning compiles them
+    paths = build_libraries([(template.candidates_source(g), 'cuda', 'candidates') for g in groups])
     rows = []
-    for cfg, path in zip(configs, paths):
-        launch = CompiledModule(path)['launch']
+    for i, cfg in enumerate(configs):
+        launch = CompiledModule(paths[i // 4])[f'launch_{i % 4}']
         out = torch.full_like(expected, float('nan'))
         try:
             launch(*inputs, out)
