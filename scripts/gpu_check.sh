@@ -9,7 +9,8 @@
 #          bench (build times, ops, matmul), conv (resnet50's 3x3 convolutions at batch 32, channels-last, against
 #          cuDNN; tuning level CONV_SPACE, default 0), tma (the TMA im2col copy, convolution and warp-specialized
 #          configs against torch, tuning with candidates compiled together, then every level-2 candidate with
-#          their TMA / warp-specialized twins timed on resnet50's 3x3 convolutions and 4096^3), report (the model
+#          their TMA / warp-specialized twins timed on resnet50's 3x3 convolutions and 4096^3), autotune (resnet50
+#          through max-autotune in a fresh cache, then again: cold and warm compile times), report (the model
 #          table, serving from C++ against Python, ONNX models against onnxruntime). Default: core bench.
 #   TEST_TIMEOUT=360 MODELS_TIMEOUT=480 BENCH_TIMEOUT=120 REPORT_MODELS=resnet18,...
 #
@@ -84,6 +85,14 @@ for stage in $STAGES; do
       (cd /tmp && timeout "${BENCH_TIMEOUT:-300}" python3 "$ROOT/scripts/bench_matmul.py" conv:32x64x56x56x64x3x3p1 \
          conv:32x128x28x28x128x3x3p1 conv:32x256x14x14x256x3x3p1 conv:32x512x7x7x512x3x3p1 4096x4096x4096 \
          --space 0 --candidates --im2col --ws) 2>&1 | grep -v "it/s\]" | tee "$LOG_DIR/bench_tma.log" | tail -150 ;;
+    autotune)
+      echo "== resnet50 fp16 batch 1 through torch.compile max-autotune: cold (a fresh cache), then warm"
+      rm -rf /tmp/autotune-cache
+      for run in cold warm; do
+        (cd /tmp && HIDET_CACHE_DIR=/tmp/autotune-cache timeout "${AUTOTUNE_TIMEOUT:-420}" python3 -m hidet bench model \
+           resnet50 --batch 1 --dtype f16 --backends hidet,inductor --mode max-autotune) 2>&1 | grep -v "it/s\]" \
+           | tee "$LOG_DIR/autotune_$run.log" | grep -E "hidet:|resnet50|hidet |inductor" | tail -8
+      done ;;
     report)
       echo "== report"
       (cd /tmp && timeout 120 python3 "$ROOT/scripts/bench_serving.py" --model resnet18 --dtype f16 --device cuda) 2>&1 \
