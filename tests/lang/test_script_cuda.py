@@ -352,6 +352,25 @@ def test_tma_im2col_script_compiles_for_sm90(case):
     assert [name for name, _, _ in built['im2col_copy'].params] == ['x', 'out']  # (the launch builds the map)
 
 
+def test_tensor_map_parameters_in_any_order():
+    """A tensor-map parameter may come before the tensor it maps; the launch entry takes the tensors alone."""
+    from hidet.ir.type import TensorMapType
+
+    with hidet.script_module() as script_module:
+        @hidet.script
+        def first_tile(tmap: tensor_map(a, [k, m], [k * 2], [64, 64]), a: f16[m, k], out: f16[64, 64], m: i32,
+                       k: i32):
+            attr.cuda_grid_dim = 1
+            attr.cuda_block_dim = 32
+            out[0, 0] = a[0, 0]
+    kernel = script_module.ir_module().functions[-1]
+    assert [p.name for p in kernel.params] == ['tmap', 'a', 'out', 'm', 'k']
+    assert isinstance(kernel.params[0].type, TensorMapType) and kernel.params[0].type.tensor is kernel.params[1]
+    source = script_module.source()
+    assert 'const __grid_constant__ CUtensorMap tmap' in source and 'make_tensor_map<__half>' in source
+    assert 'expected 2 tensor/pointer and 2 scalar arguments' in source
+
+
 def test_wgmma_argument_errors():
     sa = hidet.ir.expr.Var('sa', f16, type=hidet.ir.type.TensorType(f16, [64], 'pointer'))
     acc = hidet.ir.expr.Var('acc', f32, type=hidet.ir.type.TensorType(f32, [32], 'pointer'))
