@@ -111,10 +111,17 @@ def build_libraries(jobs: Sequence[Tuple[str, str, str]], options: Optional[Opti
     return [os.path.join(entry_dir(key, options), LIBRARY) for key in keys]
 
 
+def build_workers(options: Optional[Options] = None) -> int:
+    """How many kernels compile at once: options.num_build_workers (default: the CPU count), 1 without
+    options.parallel_build."""
+    options = options or option.current()
+    return (options.num_build_workers or os.cpu_count() or 1) if options.parallel_build else 1
+
+
 def _compile_missing(missing: Dict[str, tuple], options: Options) -> None:
     from tqdm import tqdm
 
-    workers = (options.num_build_workers or os.cpu_count() or 1) if options.parallel_build else 1
+    workers = build_workers(options)
     with ThreadPoolExecutor(max_workers=min(workers, len(missing))) as pool:
         futures = {key: pool.submit(_build_entry, source, name, tc, key, options)
                    for key, (source, name, tc) in missing.items()}

@@ -17,7 +17,6 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import os
 import sys
 import time
 import warnings
@@ -103,9 +102,7 @@ def bundle_size(candidates: int) -> int:
     """Candidates compiled in one library: a CUDA library's fixed cost (headers, host code: ~1.6 s of the 2.4 s
     of a wgmma candidate with nvcc 13 here) is paid once per library, while enough libraries remain to keep
     every build worker busy; at most BUNDLE_MAX."""
-    options = hidet.option.current()
-    workers = (options.num_build_workers or os.cpu_count() or 1) if options.parallel_build else 1
-    return max(1, min(BUNDLE_MAX, candidates // workers))
+    return max(1, min(BUNDLE_MAX, candidates // cache.build_workers()))
 
 
 class WrongResults(Exception):

@@ -44,6 +44,13 @@ def collect(root, node_type) -> List:
     return found
 
 
+def conjuncts(cond: Expr) -> List[Expr]:
+    """The terms of a conjunction ``a && b && ...``, left to right (``[cond]`` when it is not one)."""
+    if isinstance(cond, Binary) and cond.op == '&&':
+        return conjuncts(cond.a) + conjuncts(cond.b)
+    return [cond]
+
+
 def rewrite(expr: Expr, fn: Callable[[Expr], Optional[Expr]]) -> Expr:
     """Rebuild ``expr`` bottom-up; ``fn(node)`` may return a replacement (after children are rewritten)."""
     memo: Dict[int, Expr] = {}

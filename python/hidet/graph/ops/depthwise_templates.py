@@ -44,7 +44,7 @@ from hidet.ir.expr import Binary, BufferLoad, Constant, Expr, Select, TensorElem
 from hidet.ir.functors import INT32_MAX, collect, inline_computes, narrow_index, rewrite
 from hidet.ir.task import Task
 
-from .matmul_templates.spec import NotGemm, _epilogue, _strip_cast, affine, match_gemm
+from .matmul_templates.spec import NotGemm, _epilogue, _strip_cast, affine, match_gemm, window_bounds
 from .matmul_templates.values import GemmValues
 
 DTYPES = ('float16', 'bfloat16', 'float32')
@@ -81,12 +81,6 @@ class DepthwiseConfig:
 
 
 # ---------------------------------------------------------------------------------------------- the task
-def _conjuncts(e: Expr) -> List[Expr]:
-    if isinstance(e, Binary) and e.op == '&&':
-        return _conjuncts(e.a) + _conjuncts(e.b)
-    return [e]
-
-
 class DepthwiseSpec:
     """A depthwise task: its sizes, stride, padding and dilation, and its values lowered onto the kernel's flat
     parameters (the task's inputs, then the output): the input (through any prologue) at (n, c, ih, iw) inside
@@ -199,17 +193,9 @@ class DepthwiseSpec:
             self.padding.append(-f.offset)
             spatial.append((f, ext))
         # the condition: exactly bounds of the read rows / columns; every bound the window crosses present
-        found = set()
-        for c in _conjuncts(cond) if cond is not None else []:
-            bound = None
-            if isinstance(c, Binary) and c.op in ('>=', '<') and isinstance(c.b, Constant):
-                f = form(c.a)
-                for d, (fd, ext) in enumerate(spatial):
-                    if f == fd and ((c.op == '>=' and c.b.value == 0) or (c.op == '<' and c.b.value == ext)):
-                        bound = (d, c.op)
-            if bound is None:
-                raise NotDepthwise('the input is selected by a condition other than its bounds')
-            found.add(bound)
+        found = window_bounds(cond, form, spatial)
+        if found is None:
+            raise NotDepthwise('the input is selected by a condition other than its bounds')
         for d, (o_ext, k_ext, ext) in enumerate(((self.oh, self.kh, self.h), (self.ow, self.kw, self.wd))):
             last = (o_ext - 1) * self.stride[d] + (k_ext - 1) * self.dilation[d] - self.padding[d]
             if (self.padding[d] > 0 and (d, '>=') not in found) or (last >= ext and (d, '<') not in found):

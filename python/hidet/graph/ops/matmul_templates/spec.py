@@ -26,13 +26,13 @@ where TF32 is allowed) make ``match_gemm`` raise NotGemm (the auto-scheduler run
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, List, Optional, Sequence, Set, Tuple
 
 from hidet.ir.compute import ReduceCompute, TensorNode
 from hidet.ir.dtypes import DataType, float32, int64
 from hidet.ir.expr import (Binary, Cast, Constant, Expr, Select, SymbolVar, TensorElement, Unary, Var, cast, same_dim,
                            simplify_dim)
-from hidet.ir.functors import collect, merge_divmod, rewrite, substitute
+from hidet.ir.functors import collect, conjuncts, merge_divmod, rewrite, substitute
 from hidet.ir.schedulers.analysis import known_multiple
 from hidet.ir.task import Task
 
@@ -365,25 +365,28 @@ def _conv_window(x: TensorElement, valid: Optional[Expr], batch_vars, axes, k_ax
         if s <= 0 or d <= 0 or p < 0 or (o - 1) * s + (r - 1) * d - p >= size + p:
             return None  # (a window reaching further past the input than its padding)
         out.append(o), kernel.append(r), stride.append(s), dilation.append(d), padding.append(p)
-    tests = _bound_tests(valid) if valid is not None else []
-    if tests is None:
+    if window_bounds(valid, lambda e: affine(e, m_vars + k_vars), [(fh, h), (fw, w)]) is None:
         return None
-    for e, op, bound in tests:
-        form = affine(e, m_vars + k_vars)
-        dims = [i for i, f in enumerate((fh, fw)) if form is not None and form == f]
-        if not dims or (op, bound) not in (('>=', 0), ('<', (h, w)[dims[0]])):
-            return None
     return ConvWindow((n, h, w, c), tuple(out), tuple(kernel), tuple(stride), tuple(padding), tuple(dilation))
 
 
-def _bound_tests(cond: Expr) -> Optional[List[Tuple[Expr, str, int]]]:
-    """``cond`` as a conjunction of tests ``e >= int`` / ``e < int`` ((e, op, int) each), or None."""
-    if isinstance(cond, Binary) and cond.op == '&&':
-        a, b = _bound_tests(cond.a), _bound_tests(cond.b)
-        return None if a is None or b is None else a + b
-    if isinstance(cond, Binary) and cond.op in ('>=', '<') and isinstance(cond.b, Constant):
-        return [(cond.a, cond.op, int(cond.b.value))]
-    return None
+def window_bounds(cond: Optional[Expr], form: Callable[[Expr], Optional[Affine]], spatial
+                  ) -> Optional[Set[Tuple[int, str]]]:
+    """The bounds a convolution's padding condition ``cond`` tests, as (dimension, '>=' or '<'): each of its
+    conjuncts must be ``index >= 0`` or ``index < extent`` of a spatial index (``spatial``: its affine
+    ``form`` and its extent per dimension); None when one is anything else."""
+    found = set()
+    for c in conjuncts(cond) if cond is not None else []:
+        bound = None
+        if isinstance(c, Binary) and c.op in ('>=', '<') and isinstance(c.b, Constant):
+            f = form(c.a)
+            for d, (fd, ext) in enumerate(spatial):
+                if f == fd and ((c.op == '>=' and c.b.value == 0) or (c.op == '<' and c.b.value == ext)):
+                    bound = (d, c.op)
+        if bound is None:
+            return None
+        found.add(bound)
+    return found
 
 
 def _multiple_of(c, q: int) -> bool:

@@ -10,7 +10,7 @@ from typing import Dict, List, Optional, Tuple
 from hidet.ir.dtypes import int64
 from hidet.ir.expr import (COMPARE_OPS, Binary, BufferLoad, Cast, Constant, Expr, SymbolVar, TensorElement, Var, binary,
                            cast, convert)
-from hidet.ir.functors import INT32_MAX, collect, merge_divmod, narrow_index, rewrite
+from hidet.ir.functors import INT32_MAX, collect, conjuncts, merge_divmod, narrow_index, rewrite
 from hidet.ir.schedulers.lowering import flat_index
 from hidet.ir.type import TensorType
 
@@ -95,12 +95,7 @@ def row_split(offset: Expr, valid: Optional[Expr], k_var: Var) -> Optional[RowSp
     row_offset = binary('+', row, c) if row is not None else convert(c, offset.dtype)
     k_offset = k if k is not None else zero
     conds, terms, keys = [], [], {}
-    stack = [] if valid is None else [valid]
-    while stack:
-        x = stack.pop()
-        if isinstance(x, Binary) and x.op == '&&':
-            stack += [x.b, x.a]
-            continue
+    for x in conjuncts(valid) if valid is not None else []:
         if not (isinstance(x, Binary) and x.op in COMPARE_OPS and x.a.dtype.is_integer() and x.b.dtype.is_integer()):
             return None
         parts = _split_row_k(binary('-', x.a, x.b), k_var)  # row + k + c <op> 0  <=>  row <op> -k - c
