@@ -7,8 +7,8 @@ each search level chose and the tuning time.
     python scripts/bench_matmul.py 4096x4096x4096 1x4096x4096 128x4096x4096 --space 0 2 --dtype f16
 
 ``--candidates``: also every candidate of the level-2 space, each checked against torch (max error) and timed;
-``--im2col``: with the TMA (im2col) twins of a convolution's candidates, which tuning does not offer yet;
-``--ws``: with a warp-specialized twin of every TMA candidate (a producer warp; not offered by tuning yet).
+``--twins``: with every wgmma candidate's twin of the other copy mechanism (TMA for cp.async, and back) where
+TMA can copy the operands, to compare the two tile by tile.
 """
 from __future__ import annotations
 
@@ -53,9 +53,10 @@ def candidate_rows(template, shape, inputs, expected, flops, t_torch, args):
     from hidet.backend.cache import build_libraries
     from hidet.runtime.compiled_module import CompiledModule
 
-    configs = template.space(2, im2col=True) if args.im2col else template.space(2)
-    if args.ws:
-        configs += [replace(c, ws=True) for c in configs if c.tma]
+    configs = template.space(2)
+    if args.twins:
+        twins = [replace(c, tma=not c.tma) for c in configs if c.wgmma]
+        configs += [c for c in twins if c not in configs and not template.check(c)]
     groups = [configs[i:i + 4] for i in range(0, len(configs), 4)]  # 4 to a library, as tuning compiles them
     paths = build_libraries([(template.candidates_source(g), 'cuda', 'candidates') for g in groups])
     rows = []
@@ -133,8 +134,7 @@ def main() -> None:
     parser.add_argument('--calls', type=int, default=20)
     parser.add_argument('--repeat', type=int, default=10)
     parser.add_argument('--candidates', action='store_true', help='time every candidate of the level-2 space')
-    parser.add_argument('--im2col', action='store_true', help="--candidates: with a convolution's TMA twins")
-    parser.add_argument('--ws', action='store_true', help='--candidates: with warp-specialized twins of TMA ones')
+    parser.add_argument('--twins', action='store_true', help='--candidates: with the cp.async / TMA twin of each')
     args = parser.parse_args()
     dtype = {'f16': 'float16', 'bf16': 'bfloat16'}[args.dtype]
     rows = []

@@ -7,9 +7,10 @@
 #   bash scripts/gpu_check.sh [LOG_DIR] [STAGE...]
 #   STAGE: core (cuda tests but the model suites), select (the cuda tests under $SELECT), models (torchvision / transformers / ONNX models),
 #          bench (build times, ops, matmul), conv (resnet50's 3x3 convolutions at batch 32, channels-last, against
-#          cuDNN; tuning level CONV_SPACE, default 0), tma (the TMA im2col copy, convolution and warp-specialized
-#          configs against torch, tuning with candidates compiled together, then every level-2 candidate with
-#          their TMA / warp-specialized twins timed on resnet50's 3x3 convolutions and 4096^3), autotune (resnet50
+#          cuDNN; tuning level CONV_SPACE, default 0), tma (the TMA im2col copy, convolution and GEMM TMA configs
+#          against torch, tuning with candidates compiled together, then levels 0 and 2 timed on resnet50's 3x3
+#          convolutions at batch 32 and the matmuls of issue 7; TMA_BENCH_ARGS="--candidates --twins" times every
+#          candidate and its cp.async / TMA twin), autotune (resnet50
 #          through max-autotune in a fresh cache, then again: cold and warm compile times), report (the model
 #          table, serving from C++ against Python, ONNX models against onnxruntime). Default: core bench.
 #   TEST_TIMEOUT=360 MODELS_TIMEOUT=480 BENCH_TIMEOUT=120 REPORT_MODELS=resnet18,...
@@ -84,7 +85,7 @@ for stage in $STAGES; do
         "$ROOT/tests/graph/ops/test_matmul_template.py::test_tuning_runs_candidates_compiled_together"
       (cd /tmp && timeout "${BENCH_TIMEOUT:-300}" python3 "$ROOT/scripts/bench_matmul.py" conv:32x64x56x56x64x3x3p1 \
          conv:32x128x28x28x128x3x3p1 conv:32x256x14x14x256x3x3p1 conv:32x512x7x7x512x3x3p1 4096x4096x4096 \
-         --space 0 --candidates --im2col --ws) 2>&1 | grep -v "it/s\]" | tee "$LOG_DIR/bench_tma.log" | tail -150 ;;
+         128x4096x4096 1x4096x4096 --space 0 2 ${TMA_BENCH_ARGS:-}) 2>&1 | grep -v "it/s\]" | tee "$LOG_DIR/bench_tma.log" | tail -150 ;;
     autotune)
       echo "== resnet50 fp16 batch 1 through torch.compile max-autotune: cold (a fresh cache), then warm"
       rm -rf /tmp/autotune-cache

@@ -238,7 +238,6 @@ def test_config_checks():
     # TMA: wgmma configs over operands read straight from aligned rows, or a convolution's input (im2col)
     assert check_config(spec, MmaConfig(128, 128, 64, 64, 128, 4, 1, True, True)) == ''
     assert 'wgmma' in check_config(spec, MmaConfig(128, 128, 32, 64, 64, 3, tma=True))
-    assert 'TMA configs' in check_config(spec, MmaConfig(128, 128, 64, 64, 128, 4, 1, True, ws=True))
     for c, why in ((64, ''), (32, 'multiple of 64')):
         conv = ops.conv2d_channels_last(hidet.symbol([2, 8, 8, c], 'float16', 'cuda'),
                                         hidet.symbol([64, 3, 3, c], 'float16', 'cuda'), padding=1).trace[0].task
@@ -484,10 +483,8 @@ def test_wgmma_sources_compile_with_nvcc():
     tasks_cfgs += [(task, replace(cfg, tma=True)) for task, cfg in tasks_cfgs[:3]]  # TMA: plain, split-k, batched
     conv = ops.conv2d_channels_last(hidet.symbol([2, 9, 11, 64], 'float16', 'cuda'),
                                     hidet.symbol([128, 3, 3, 64], 'float16', 'cuda'), stride=(2, 1), padding=(1, 2))
-    tasks_cfgs.append((conv.trace[0].task, MmaConfig(128, 128, 64, 64, 128, 4, 2, True, True)))  # im2col TMA
-    # warp-specialized: a producer warp after the warpgroups (GEMM boxes, a convolution's im2col columns)
-    tasks_cfgs += [(plain, MmaConfig(128, 256, 64, 64, 256, 4, 1, True, True, True)),
-                   (conv.trace[0].task, MmaConfig(64, 128, 64, 64, 128, 4, 2, True, True, True))]
+    tasks_cfgs += [(conv.trace[0].task, MmaConfig(128, 128, 64, 64, 128, 4, 2, True, True)),  # im2col TMA
+                   (conv.trace[0].task, MmaConfig(64, 128, 64, 64, 128, 4, 1, True, True))]
     with hidet.option.context(cuda_arch='sm_90'):
         assert default_config(match_gemm(plain), wgmma=True).wgmma
         sources = []
@@ -499,9 +496,10 @@ def test_wgmma_sources_compile_with_nvcc():
             sources.append(template.source(cfg))
             assert 'hidet::lang::wgmma_m64k16<' in sources[-1] and 'dynamic_smem_aligned<1024>' in sources[-1]
             assert ('hidet::lang::tma_load(' in sources[-1] and 'make_tensor_map' in sources[-1]) == cfg.tma
-            assert ('named_barrier_sync<1, ' in sources[-1]) == cfg.ws
-            assert f'__launch_bounds__({cfg.threads + 32 if cfg.ws else cfg.threads})' in sources[-1]
-        assert all('hidet::lang::tma_load_im2col(' in sources[i] for i in (-3, -1))
+            # (TMA: a producer warp after the warpgroups, which sync among themselves by a named barrier)
+            assert ('named_barrier_sync<1, ' in sources[-1]) == cfg.tma
+            assert f'__launch_bounds__({cfg.threads + 32 if cfg.tma else cfg.threads})' in sources[-1]
+        assert all('hidet::lang::tma_load_im2col(' in sources[i] for i in (-2, -1))
         paths = build_libraries([(s, 'cuda', 'matmul-template-test') for s in sources])
     assert all(os.path.exists(p) for p in paths)
 
@@ -616,8 +614,7 @@ def test_conv_window_gives_the_gather_and_the_im2col_box(x_shape, w_shape, strid
     assert im2col_window(spec) == win and tma_unsupported(spec) == ''
     with hidet.option.context(cuda_arch='sm_90'):
         template = find_matmul_template(spec.task, 'cuda')
-        assert not any(cfg.tma for cfg in template.space(2))
-        assert any(cfg.tma for cfg in template.space(2, im2col=True)) == (spec.m > 64)
+        assert any(cfg.tma for cfg in template.space(2)) == (spec.m > 64)
 
 
 def test_conv_window_only_where_im2col_fits():
@@ -687,8 +684,8 @@ def test_every_candidate(mnk, dtype, level):
 @pytest.mark.cuda
 def test_every_tile_shape_with_computed_and_transposed_operands():
     """Odd K (computed loads), A transposed (m-contiguous), B transposed (k-contiguous), batched; on sm_90 the
-    wgmma tiles too, copied by cp.async and (aligned operands: TMA boxes of 3-D tensor maps here) by TMA, from thread 0
-    or a producer warp (warp-specialized)."""
+    wgmma tiles too, copied by cp.async and (aligned operands: TMA boxes of 3-D tensor maps here) by TMA from a
+    producer warp."""
     from hidet.graph.ops.matmul_templates.space import LARGE_SHAPES, SMALL_SHAPES, WG_SHAPES
 
     def cfgs(spec_task):
@@ -696,8 +693,8 @@ def test_every_tile_shape_with_computed_and_transposed_operands():
         out = [MmaConfig(bm, bn, 64 if bm <= 32 else 32, wm, wn, 3, s) for bm, bn, wm, wn in SMALL_SHAPES + LARGE_SHAPES
                for s in (1, 2)]
         if find_matmul_template(spec_task, 'cuda').wgmma:
-            out += [MmaConfig(bm, bn, 64, 64, wn, st, s, True, tma, ws) for bm, bn, wn in WG_SHAPES
-                    for st, s in ((3, 1), (4, 2)) for tma, ws in ((False, False), (True, False), (True, True))]
+            out += [MmaConfig(bm, bn, 64, 64, wn, st, s, True, tma) for bm, bn, wn in WG_SHAPES
+                    for st, s in ((3, 1), (4, 2)) for tma in (False, True)]
         return [c for c in out if not check_config(spec, c)]
 
     task = matmul_task([100, 30], [30, 70])
@@ -737,8 +734,8 @@ def test_every_convolution_candidate(x_shape, w_shape, stride, padding, dilation
     ([4, 8, 8, 64], [128, 1, 1, 64], 2, 0, 1), ([4, 7, 7, 512], [512, 3, 3, 512], 1, 1, 1)], ids=str)
 def test_im2col_tma_convolution_configs(x_shape, w_shape, stride, padding, dilation):
     """sm_90: TMA configs of convolutions (A copied by im2col columns, B by boxes) of every wgmma tile shape,
-    3 stages alone or 4 split in 2 along k, warp-specialized or not (ragged m and n, strides, asymmetric padding and
-    dilation, a strided 1x1, tiles spanning images) against torch."""
+    3 stages alone or 4 split in 2 along k (ragged m and n, strides, asymmetric padding and dilation, a strided
+    1x1, tiles spanning images) against torch."""
     from hidet.graph.ops.matmul_templates.space import WG_SHAPES
 
     xs, ws = hidet.symbol(x_shape, 'float16', 'cuda'), hidet.symbol(w_shape, 'float16', 'cuda')
@@ -746,10 +743,10 @@ def test_im2col_tma_convolution_configs(x_shape, w_shape, stride, padding, dilat
     template = find_matmul_template(task, 'cuda')
     if template is None or not template.wgmma:
         pytest.skip('TMA configs need an sm_90 GPU')
-    configs = [MmaConfig(bm, bn, 64, 64, wn, st, sk, True, True, ws) for bm, bn, wn in WG_SHAPES
-               for st, sk in ((3, 1), (4, 2)) for ws in (False, True)]
+    configs = [MmaConfig(bm, bn, 64, 64, wn, st, sk, True, True) for bm, bn, wn in WG_SHAPES
+               for st, sk in ((3, 1), (4, 2))]
     configs = [c for c in configs if not template.check(c)]
-    assert len(configs) >= 14
+    assert len(configs) >= 7
     x, w = _rand(x_shape, 'float16'), _rand(w_shape, 'float16', 1 / math.sqrt(w_shape[1] * w_shape[2] * w_shape[3]))
 
     def reference(x, w):

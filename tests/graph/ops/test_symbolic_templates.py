@@ -97,11 +97,10 @@ def test_dispatch_serves_ranges_without_tma():
     with hidet.option.context(cuda_arch='sm_90'):
         template = find_matmul_template(task, 'cuda')
         cfgs = [tpl.default() for _, _, tpl in template.points(task, 'cuda')]
-        for ws in (False, True):  # (warp-specialized too: a producer warp's copies are TMA's)
-            tma = [replace(c, tma=True, ws=ws) if c.wgmma else c for c in cfgs]
-            assert any(c.tma for c in tma)
-            source = template.source_of(tma)
-            assert source == template.source_of(cfgs) and 'tma_load' not in source
+        tma = [replace(c, tma=True) if c.wgmma else c for c in cfgs]
+        assert any(c.tma for c in tma)
+        source = template.source_of(tma)
+        assert source == template.source_of(cfgs) and 'tma_load' not in source
 
 
 def test_flattened_rows_reshaped_back_get_the_dispatch():

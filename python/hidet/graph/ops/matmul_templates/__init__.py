@@ -28,19 +28,17 @@ WGMMA_ARCH = 90  # wgmma is sm_90's (sm_100 has tcgen05 instead)
 class MmaMatmulTemplate(GemmTemplate):
     """The tensor-core matmul template applied to one task."""
 
-    name = 'matmul-mma-v2'  # v2: wgmma configs on sm_90 (tuning records of v1 chose among mma.sync alone)
+    name = 'matmul-mma-v3'  # v3: warp-specialized TMA, convolutions' TMA (im2col) configs (v2: TMA from thread 0)
     config_class = MmaConfig
 
     def __init__(self, spec: GemmSpec, wgmma: bool = False):
         super().__init__(spec)
         self.wgmma = wgmma  # an sm_90 GPU: the spaces hold warpgroup (wgmma) configs
 
-    def space(self, level: int, im2col: Optional[bool] = None) -> List[MmaConfig]:
-        """The candidates of ``level``; ``im2col``: with TMA twins of a convolution's (default: as tuning offers
-        them, space.IM2COL_TWINS)."""
-        from .space import IM2COL_TWINS, space
+    def space(self, level: int) -> List[MmaConfig]:
+        from .space import space
 
-        return space(self.spec, level, wgmma=self.wgmma, im2col=IM2COL_TWINS if im2col is None else im2col)
+        return space(self.spec, level, wgmma=self.wgmma)
 
     def source(self, config: MmaConfig, fallback: bool = True) -> str:
         from .source import template_source

@@ -74,7 +74,7 @@ class SymbolicMmaTemplate(GemmTemplate):
             if bound is None and cfg.split_k > 1:  # unbounded: no workspace size to give it
                 cfg = replace(cfg, split_k=1)
             if cfg.tma:  # (tuned at one m; tensor maps need static sizes): the same tiles, copied by cp.async
-                cfg = replace(cfg, tma=False, ws=False)
+                cfg = replace(cfg, tma=False)
             if ranges and ranges[-1][1] == cfg:
                 ranges[-1] = (bound, cfg)  # the same kernel: one range
             else:

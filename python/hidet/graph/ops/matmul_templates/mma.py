@@ -17,11 +17,13 @@ A block computes a BM x BN tile of C (its warps WM x WN tiles each) over its sha
   ``wgmma.mma_async`` reading both operands from shared memory, where the tiles are stored with the 128-byte
   swizzle (k-tile of 64: rows of 128 bytes; see hidet.lang.cuda.wgmma) instead of padded rows. The pipeline keeps
   one wgmma group in flight, so a stage is refilled two tiles after its use: S - 2 tiles are loaded ahead.
-  TMA configs (``tma=True``, direct aligned operands, or a convolution's input by im2col columns): thread 0
-  copies a stage's tiles with TMA boxes of tensor maps (kernel parameters built by the launch entry) and the
-  block waits on the stage's mbarrier. Warp-specialized ones (``ws=True``): a producer warp of its own copies
-  up to S tiles ahead, each stage refilled once every warpgroup has released it (an "empty" mbarrier per
-  stage, arrived at once the warpgroup's wgmmas of it completed); the warpgroups never wait for each other.
+  TMA configs (``tma=True``, direct aligned operands, or a convolution's input by im2col columns) are
+  warp-specialized: a producer warp after the warpgroups copies a stage's tiles with TMA boxes of tensor maps
+  (kernel parameters built by the launch entry), up to S tiles ahead, each stage refilled once every
+  warpgroup has released it (an "empty" mbarrier per stage, arrived once the warpgroup's wgmmas of it
+  completed); the warpgroups wait on a stage's "full" mbarrier, never for each other. (On the H100 this beat
+  thread 0 of the block issuing the copies between block barriers on 20 of 29 tile shapes of resnet50's 3x3
+  convolutions and 4096^3, by up to 24%, and lost 4% on 4096^3's 128 x 256 tiles; that mechanism is gone.)
 - split-k (``split_k > 1``): the blocks of a tile write fp32 partial tiles to a workspace; the last to finish
   (a counter per tile) sums them in split order (deterministic), resets the counter and runs the epilogue.
 - epilogue: the accumulators go through shared memory (fp32, padded) so that each thread then computes
@@ -54,8 +56,7 @@ class MmaConfig:
     stages: int
     split_k: int = 1
     wgmma: bool = False  # sm_90: warpgroups of 64 x wn (wm = 64) with wgmma instead of warps with mma.sync
-    tma: bool = False  # (wgmma) tiles copied by TMA (one thread per block) instead of every thread's cp.async
-    ws: bool = False  # (TMA) warp-specialized: a producer warp of its own issues the copies, stages freed by mbarriers
+    tma: bool = False  # (wgmma) tiles copied by TMA from a producer warp of their own instead of every thread's cp.async
 
     @property
     def warps(self) -> int:
@@ -63,15 +64,14 @@ class MmaConfig:
 
     @property
     def threads(self) -> int:
-        """The threads computing the tile (a warp-specialized block has a producer warp more)."""
+        """The threads computing the tile (a TMA config's block has a producer warp more)."""
         return self.warps * 32
 
     def name(self) -> str:
         s = f'_s{self.split_k}' if self.split_k > 1 else ''
         g = '_wg' if self.wgmma else ''
         t = '_tma' if self.tma else ''
-        w = '_ws' if self.ws else ''
-        return f'{self.bm}x{self.bn}x{self.bk}_w{self.wm}x{self.wn}_p{self.stages}{s}{g}{t}{w}'
+        return f'{self.bm}x{self.bn}x{self.bk}_w{self.wm}x{self.wn}_p{self.stages}{s}{g}{t}'
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -153,8 +153,6 @@ def workspace_floats(spec: GemmSpec, cfg: MmaConfig, m=None) -> int:
 def check_config(spec: GemmSpec, cfg: MmaConfig) -> str:
     """'' when ``cfg`` can run ``spec``, else why not."""
     c = cfg
-    if c.ws and not c.tma:
-        return 'warp-specialized configs are TMA configs'
     if c.wgmma:
         if spec.mma_dtype.nbytes != 2:
             return 'wgmma configs multiply float16/bfloat16 operands'
@@ -322,7 +320,7 @@ def build_script_module(spec: GemmSpec, cfg: MmaConfig, m_bound=None):
     def split_offset(op, split, ro, it, gk):
         return BufferLoad(ro, it, ro.type.dtype) + values.gather_k(op, split, gk)[0]
 
-    TMA = cfg.tma  # (wgmma) thread 0 copies a stage's tiles with TMA; the block waits on the stage's mbarrier
+    TMA = cfg.tma  # (wgmma) a producer warp copies a stage's tiles with TMA; the warpgroups wait on its mbarrier
     STAGE_BYTES = (BM + BN) * BK * dt.nbytes
     MAPS, A_MAP, B_MAP, A_BOXES, B_BOXES, A_3D, B_3D = [], None, None, [], [], False, False
     WIN = im2col_window(spec) if TMA and not A_DIRECT else None  # A: a convolution's input, copied by im2col
@@ -357,12 +355,11 @@ def build_script_module(spec: GemmSpec, cfg: MmaConfig, m_bound=None):
         win = k0 / IM_C
         return [win % IM_KW * IM_DW, win / IM_KW * IM_DH]
 
-    WS = cfg.ws
-    BLOCK = THREADS + 32 if WS else THREADS  # (a warp-specialized block: the producer warp after the warpgroups)
+    BLOCK = THREADS + 32 if TMA else THREADS  # (TMA: the producer warp after the warpgroups)
 
     def block_sync():
-        """A barrier of the threads computing the tile (warp-specialized: not the producer, gone by then)."""
-        return named_barrier_sync(1, THREADS) if WS else syncthreads()
+        """A barrier of the threads computing the tile (TMA: not the producer warp, gone by then)."""
+        return named_barrier_sync(1, THREADS) if TMA else syncthreads()
 
     name = kernel_name(spec, cfg)
 
@@ -383,14 +380,13 @@ def build_script_module(spec: GemmSpec, cfg: MmaConfig, m_bound=None):
             sb = view(dynamic_shared_memory(A_BYTES, dt, ALIGN), dt[B_SHAPE])
             flag = shared_tensor(i32, [1])
             bars = shared_tensor(i64, [S])  # TMA: a stage's tiles have landed
-            empty = shared_tensor(i64, [S])  # warp-specialized: every warpgroup is done with a stage's tiles
+            empty = shared_tensor(i64, [S])  # TMA: every warpgroup is done with a stage's tiles
             tid = threadIdx.x
             if TMA:
                 if tid == 0:
                     for s in range(S):
                         mbarrier_init(~bars[s], 1)
-                        if WS:
-                            mbarrier_init(~empty[s], THREADS // 128)
+                        mbarrier_init(~empty[s], THREADS // 128)
                     fence_mbarrier_init()
                 syncthreads()
             lane = tid % 32
@@ -459,7 +455,7 @@ def build_script_module(spec: GemmSpec, cfg: MmaConfig, m_bound=None):
                 for mi, ni, e in ACCS:
                     acc[mi, ni, e] = 0.0
 
-            if WS:
+            if TMA:
                 if tid >= THREADS:  # the producer warp: one lane copies tile kt once its stage is free
                     if tid == THREADS:
                         for kt in range(k_tiles):
@@ -492,26 +488,13 @@ def build_script_module(spec: GemmSpec, cfg: MmaConfig, m_bound=None):
                         if kt >= 0:
                             # tile kt has landed (the copies of every thread: fence and barrier), and every
                             # warpgroup is done with tile kt - 2, whose stage the copies below refill
-                            if TMA:
-                                mbarrier_wait(~bars[kt % S], (kt / S) % 2)
-                            else:
-                                cp_async_wait_group(S - 3)
-                                fence_proxy_async()
+                            cp_async_wait_group(S - 3)
+                            fence_proxy_async()
                             syncthreads()
                     nxt = kt + LEAD
                     if nxt < k_tiles:
                         st = nxt % S
                         k0 = k_begin + nxt * BK
-                        if TMA:
-                            if tid == 0:
-                                mbarrier_arrive_expect_tx(~bars[st], STAGE_BYTES)
-                                if WIN is not None:
-                                    tma_load_im2col(~sa[st, 0], A_MAP, ~bars[st], im2col_origin(k0, m0),
-                                                    im2col_offsets(k0))
-                                for dmn, so in A_BOXES:
-                                    tma_copy(A_MAP, A_3D, A_KM, ~sa[st, so], ~bars[st], m0 + dmn, k0, bz)
-                                for dmn, so in B_BOXES:
-                                    tma_copy(B_MAP, B_3D, B_KM, ~sb[st, so], ~bars[st], n0 + dmn, k0, bz)
                         # ---- A tile (chunk it of this thread: tile row a_r0 + it * A_RSTEP, column a_c0)
                         a_off = a_base + i64(a_mn0) * A_SMN + i64(k0 + a_k0) * A_SK  # (direct: its first chunk)
                         for it in A_ITERS:

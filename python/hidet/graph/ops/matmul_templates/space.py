@@ -11,11 +11,9 @@ from .tma import tma_unsupported
 from .spec import GemmSpec
 
 LEVEL1_MAX, LEVEL2_MAX = 8, 40
-LEVEL2_WG_MAX = 24  # (wgmma spaces: see _wgmma_space; plus the TMA twins of operands TMA can copy)
-LEVEL1_TMA, LEVEL2_TMA = 4, 8  # TMA twins of the first candidates (the level-1 shapes: the winners measured on
-# 4096^3 and 128x4096x4096 were the default's twins; twins of all 24 would double a GEMM's tuning)
-IM2COL_TWINS = False  # TMA twins of convolutions too (im2col copies of A): compiled, not yet run on a GPU, so not
-# offered to tuning; scripts/bench_matmul.py --im2col times them, tests/graph/ops/test_matmul_template.py checks them
+LEVEL2_WG_MAX = 24  # (wgmma spaces: see _wgmma_space)
+LEVEL1_TMA, LEVEL2_TMA = 4, 8  # TMA twins of the first candidates, in place of the last cp.async ones (a
+# space's size is its tuning time: max-autotune of resnet50 took 273 s cold of the 300 allowed)
 DEFAULT_SMS = 132  # an H100 SXM; the GPU's own count when one is visible
 
 # (BM, BN, WM, WN): block tile and warp tile
@@ -110,11 +108,22 @@ def _wg_default(spec: GemmSpec, sms: int):
     if spec.m <= 64:
         return None
     if spec.a.gather is not None or spec.b.gather is not None:
-        # a convolution (resnet50's 3x3 layers at batch 32 on the H100, level 0 against the best of level 2):
-        # 64 x 64 channels, 128 x 64 tiles of 3 stages where they fill two waves (0.83x cuDNN, as level 2;
-        # 64 x 64: 0.75x); 128 channels, 64 x 128 (0.85x, as level 2); 256 and more, 128 x 128 tiles of 4 stages
-        # with the default split (14x14x256: 0.77x, 64 x 256 in 3 stages 0.69x; 7x7x512: split 2, 0.62x)
+        # a convolution (resnet50's 3x3 layers at batch 32 on the H100, level 0 against the best of level 2)
         bn = min(256, _pow2_ceil(spec.n))
+        if not tma_unsupported(spec):
+            # im2col TMA copies (channels a multiple of 64), no split-k: 64 channels, 128 x 64 tiles of 3 stages
+            # where they fill two waves (56x56x64: 0.84x cuDNN, the best of level 2); 128 channels, 64 x 128
+            # (28x28x128: 0.88x, the best); 256 and more, 128 x 128 tiles of 4 stages where they keep half the
+            # SMs busy (14x14x256: 0.99x; the best 1.02x), else 64 x 128 (7x7x512: 0.83x, the best)
+            if bn >= 256:
+                bm = 128 if _tiles(spec, 128, 128) >= sms // 2 else 64
+                return replace(wg_config(spec, bm, 128, 128, sms, stages=4), tma=True)
+            if bn == 64 and _tiles(spec, 128, 64) >= 2 * sms:
+                return replace(wg_config(spec, 128, 64, 64, sms, stages=3), tma=True)
+            return replace(wg_config(spec, 64, bn, bn, sms, stages=3), tma=True)
+        # cp.async: 64 x 64 channels, 128 x 64 tiles of 3 stages where they fill two waves (0.83x cuDNN, as
+        # level 2; 64 x 64: 0.75x); 128 channels, 64 x 128 (0.85x, as level 2); 256 and more, 128 x 128 tiles of
+        # 4 stages with the default split (14x14x256: 0.77x, 64 x 256 in 3 stages 0.69x; 7x7x512: split 2, 0.62x)
         if bn >= 256:
             return wg_config(spec, 128, 128, 128, sms, stages=4)
         if bn == 64 and _tiles(spec, 128, 64) >= 2 * sms:
@@ -146,13 +155,11 @@ def default_config(spec: GemmSpec, sms: int = None, wgmma: bool = False) -> MmaC
     return cands[0]
 
 
-def space(spec: GemmSpec, level: int, sms: int = None, wgmma: bool = False, im2col: bool = IM2COL_TWINS
-          ) -> List[MmaConfig]:
+def space(spec: GemmSpec, level: int, sms: int = None, wgmma: bool = False) -> List[MmaConfig]:
     """The candidates of ``level`` (0: the default alone), default first, under the task's split-k policy
-    (its ``parallel_k`` attribute, from PassContext.set_parallel_k); ``wgmma``: with the sm_90 configs;
-    ``im2col``: with TMA twins of a convolution's candidates."""
+    (its ``parallel_k`` attribute, from PassContext.set_parallel_k); ``wgmma``: with the sm_90 configs."""
     policy = str(spec.task.attrs.get('parallel_k', 'default'))
-    cfgs = _space(spec, level, sms or sm_count(), wgmma, im2col)
+    cfgs = _space(spec, level, sms or sm_count(), wgmma)
     if policy == 'default':
         return cfgs
     if policy == 'search':
@@ -174,13 +181,13 @@ def space(spec: GemmSpec, level: int, sms: int = None, wgmma: bool = False, im2c
     return forced
 
 
-def _space(spec: GemmSpec, level: int, sms: int, wgmma: bool = False, im2col: bool = False) -> List[MmaConfig]:
+def _space(spec: GemmSpec, level: int, sms: int, wgmma: bool = False) -> List[MmaConfig]:
     first = default_config(spec, sms, wgmma)
     if level == 0:
         return [first]
     wg_shapes = [s for s in WG_SHAPES if _fits(spec, s[0], s[1])] if wgmma and spec.mma_dtype.nbytes == 2 else []
     if wg_shapes and spec.m > 64:
-        return _wgmma_space(spec, level, sms, first, wg_shapes, im2col)
+        return _wgmma_space(spec, level, sms, first, wg_shapes)
     shapes = [s for s in (SMALL_SHAPES if spec.m <= 64 else LARGE_SHAPES) + (LARGE_SHAPES if spec.m <= 64 else [])
               if _fits(spec, s[0], s[1])]
     cfgs = [first] + [wg_config(spec, bm, bn, wn, sms) for bm, bn, wn in wg_shapes[:3]]
@@ -206,17 +213,15 @@ def _space(spec: GemmSpec, level: int, sms: int, wgmma: bool = False, im2col: bo
     return _valid(spec, cfgs)[:LEVEL2_MAX]
 
 
-def _wgmma_space(spec: GemmSpec, level: int, sms: int, first: MmaConfig, wg_shapes, im2col: bool
-                 ) -> List[MmaConfig]:
+def _wgmma_space(spec: GemmSpec, level: int, sms: int, first: MmaConfig, wg_shapes) -> List[MmaConfig]:
     """sm_90, 16-bit operands, m > 64: wgmma configs alone (no mma.sync config won a GEMM or convolution of
     those measured on the H100, and compiling fewer candidates keeps max-autotune builds short). Level 1: each
-    tile shape at its default depth; level 2: depths 3, 6 and 4, at the default split, half and twice it."""
+    tile shape at its default depth; level 2: depths 3, 6 and 4, at the default split, half and twice it.
+    Where TMA can copy the operands, the first candidates' TMA twins take the place of the last ones."""
     cfgs = [first] + [wg_config(spec, bm, bn, wn, sms) for bm, bn, wn in wg_shapes]
-    cfgs = _valid(spec, cfgs)[:LEVEL1_MAX]
-    # then each config has a TMA twin (a convolution's: where im2col twins are asked for)
-    tma = not tma_unsupported(spec) and (spec.a.vector_ok or im2col)
+    tma = not tma_unsupported(spec)
     if level == 1:
-        return _valid(spec, cfgs + [replace(c, tma=True) for c in cfgs[:LEVEL1_TMA]]) if tma else cfgs
+        return _with_tma_twins(spec, _valid(spec, cfgs), LEVEL1_MAX, LEVEL1_TMA if tma else 0)
     for stages in (3, 6, 4):
         for bm, bn, wn in wg_shapes:
             split = default_split(spec, bm, bn, WG_BK, sms)
@@ -224,8 +229,15 @@ def _wgmma_space(spec: GemmSpec, level: int, sms: int, first: MmaConfig, wg_shap
             for s in sorted({split, max(1, split // 2), split * 2}):
                 if _k_tiles(spec, WG_BK) // s >= 4:
                     cfgs.append(MmaConfig(bm, bn, WG_BK, 64, wn, stages, s, True))
-    cfgs = _valid(spec, cfgs)[:LEVEL2_WG_MAX]
-    return _valid(spec, cfgs + [replace(c, tma=True) for c in cfgs[:LEVEL2_TMA]]) if tma else cfgs
+    return _with_tma_twins(spec, _valid(spec, cfgs), LEVEL2_WG_MAX, LEVEL2_TMA if tma else 0)
+
+
+def _with_tma_twins(spec: GemmSpec, cfgs: List[MmaConfig], limit: int, twins: int) -> List[MmaConfig]:
+    """``limit`` candidates: the TMA twins of the first ``twins`` configs (those not TMA already) in place of
+    the last ones."""
+    twin_of = [replace(c, tma=True) for c in cfgs[:twins] if not c.tma]
+    plain = cfgs[:limit - len(twin_of)]
+    return _valid(spec, plain + twin_of)[:limit]
 
 
 def describe_candidates(spec: GemmSpec, cfgs: List[MmaConfig]) -> str:
