@@ -67,14 +67,14 @@ for stage in $STAGES; do
       echo "== benchmarks"
       (cd /tmp && timeout 40 python3 "$ROOT/scripts/bench_build.py") 2>&1 | tee "$LOG_DIR/bench_build.log"
       (cd /tmp && timeout "${BENCH_TIMEOUT:-120}" python3 "$ROOT/scripts/bench_matmul.py" \
-         4096x4096x4096 1x4096x4096 128x4096x4096 --space 0) 2>&1 | grep -v "it/s\]" | tee "$LOG_DIR/bench_matmul.log"
+         4096x4096x4096 1x4096x4096 128x4096x4096 --space 0) 2>&1 | tr "\r" "\n" | grep -v "it/s\]" | tee "$LOG_DIR/bench_matmul.log"
       (cd /tmp && timeout 45 python3 "$ROOT/scripts/bench_ops.py") 2>&1 | tee "$LOG_DIR/bench_ops.log" | tail -30 ;;
     conv)
       echo "== conv2d: resnet50's 3x3 layers, batch 32, float16, channels-last"
       for shape in "64 56 56 64" "128 28 28 128" "256 14 14 256" "512 7 7 512"; do
         set -- $shape
         (cd /tmp && timeout 120 python3 -m hidet bench conv2d 32 $1 $2 $3 $4 3 3 --padding 1 --channels-last \
-           --backends hidet,eager --space "${CONV_SPACE:-0}" --repeat 30) 2>&1 | grep -v "it/s\]" | tee -a "$LOG_DIR/bench_conv.log" | tail -4
+           --backends hidet,eager --space "${CONV_SPACE:-0}" --repeat 30) 2>&1 | tr "\r" "\n" | grep -v "it/s\]" | tee -a "$LOG_DIR/bench_conv.log" | tail -4
       done ;;
     tma)
       echo "== TMA: im2col copies, convolution and warp-specialized configs"
@@ -85,20 +85,20 @@ for stage in $STAGES; do
         "$ROOT/tests/graph/ops/test_matmul_template.py::test_tuning_runs_candidates_compiled_together"
       (cd /tmp && timeout "${BENCH_TIMEOUT:-300}" python3 "$ROOT/scripts/bench_matmul.py" conv:32x64x56x56x64x3x3p1 \
          conv:32x128x28x28x128x3x3p1 conv:32x256x14x14x256x3x3p1 conv:32x512x7x7x512x3x3p1 4096x4096x4096 \
-         128x4096x4096 1x4096x4096 --space 0 2 ${TMA_BENCH_ARGS:-}) 2>&1 | grep -v "it/s\]" | tee "$LOG_DIR/bench_tma.log" | tail -150 ;;
+         128x4096x4096 1x4096x4096 --space 0 2 ${TMA_BENCH_ARGS:-}) 2>&1 | tr "\r" "\n" | grep -v "it/s\]" | tee "$LOG_DIR/bench_tma.log" | tail -150 ;;
     autotune)
       echo "== resnet50 fp16 batch 1 through torch.compile max-autotune: cold (a fresh cache), then warm"
       rm -rf /tmp/autotune-cache
       for run in cold warm; do
         (cd /tmp && HIDET_CACHE_DIR=/tmp/autotune-cache timeout "${AUTOTUNE_TIMEOUT:-420}" python3 -m hidet bench model \
-           resnet50 --batch 1 --dtype f16 --backends hidet --mode max-autotune) 2>&1 | grep -v "it/s\]" \
+           resnet50 --batch 1 --dtype f16 --backends hidet --mode max-autotune) 2>&1 | tr "\r" "\n" | grep -v "it/s\]" \
            | tee "$LOG_DIR/autotune_$run.log" | grep -E "hidet:|resnet50|hidet |inductor" | tail -8
       done ;;
     report)
       echo "== report"
       (cd /tmp && timeout 120 python3 "$ROOT/scripts/bench_serving.py" --model resnet18 --dtype f16 --device cuda) 2>&1 \
         | grep -v "it/s\]" | grep -v "^  output" | tee "$LOG_DIR/bench_serving.log" | tail -8
-      (cd /tmp && timeout 150 python3 "$ROOT/scripts/bench_onnx.py") 2>&1 | grep -v "it/s\]" \
+      (cd /tmp && timeout 150 python3 "$ROOT/scripts/bench_onnx.py") 2>&1 | tr "\r" "\n" | grep -v "it/s\]" \
         | tee "$LOG_DIR/bench_onnx.log" | tail -8
       (cd /tmp && python3 "$ROOT/scripts/bench_models.py" --timeout 240 --markdown "$LOG_DIR/models.md" \
          ${REPORT_MODELS:+--models $REPORT_MODELS}) 2>&1 | tee "$LOG_DIR/bench_models.log" ;;
