@@ -1,4 +1,5 @@
 """The hidet command line: paths, cache, and benchmarks (small, on the CPU)."""
+import json
 import subprocess
 import sys
 
@@ -28,3 +29,56 @@ def test_bench_matmul_and_conv_on_cpu(capsys):
     main(['bench', 'conv2d', '1', '4', '6', '6', '8', '3', '3', '--padding', '1', '--device', 'cpu', '--dtype', 'f32',
           '--backends', 'hidet,eager', '--warmup', '1', '--repeat', '2'])
     assert 'conv2d' in capsys.readouterr().out
+
+
+def test_bench_checks_results_against_float32(capsys):
+    main(['bench', 'matmul', '16', '8', '4', '--device', 'cpu', '--dtype', 'f32', '--backends', 'hidet,eager',
+          '--warmup', '1', '--repeat', '2', '--json'])
+    out = capsys.readouterr().out
+    assert 'max error vs fp32' in out
+    results = json.loads(out.split('JSON ', 1)[1])['results']
+    assert 0 <= results['hidet']['max_error'] < 1e-4 and results['eager']['max_error'] == 0
+
+
+def test_bench_fails_on_a_wrong_result(monkeypatch, capsys):
+    matmul = hidet.ops.matmul
+    monkeypatch.setattr(hidet.ops, 'matmul', lambda a, b: matmul(a, b) + 0.5)  # a kernel that computes C + 0.5
+    rc = main(['bench', 'matmul', '16', '8', '4', '--device', 'cpu', '--dtype', 'f32', '--backends', 'hidet',
+               '--warmup', '1', '--repeat', '2'])
+    captured = capsys.readouterr()
+    assert rc == 1 and "hidet's result is off" in captured.err and '0.5' in captured.err
+    assert 'hidet' in captured.out  # the table is still printed
+
+
+def test_accuracy_verdict():
+    import torch
+
+    from hidet.cli import accuracy
+
+    ref = (torch.tensor([1.0, -4.0]), {'cache': object()})  # only float tensors are compared
+    assert accuracy.scale(ref) == 4.0
+    assert accuracy.max_error([torch.tensor([1.5, -4.0])], ref) == 0.5
+    assert accuracy.max_error([torch.tensor([float('nan'), -4.0])], ref) == float('inf')
+    assert accuracy.max_error([torch.zeros(3)], ref) is None  # another shape
+    assert accuracy.verdict({'hidet': 0.05, 'eager': 0.01}, 4.0, 2e-2) is None  # 0.05 <= 0.01 + 0.08
+    assert 'off' in accuracy.verdict({'hidet': 0.1, 'eager': 0.01}, 4.0, 2e-2)
+    assert 'in number or shape' in accuracy.verdict({'hidet': None, 'eager': 0.0}, 4.0, 2e-2)
+    assert accuracy.verdict({'eager': 1.0}, 4.0, 2e-2) is None  # hidet not benchmarked
+
+
+def test_bench_model_checks_each_backend(monkeypatch, capsys):
+    import torch
+
+    from hidet.cli import models
+
+    def small_model(name, batch, seq, device, dtype):
+        torch.manual_seed(0)
+        model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.GELU(), torch.nn.Linear(16, 4))
+        return model.eval().to(device=device, dtype=dtype), [torch.randn(batch, 8, dtype=dtype, device=device)]
+
+    monkeypatch.setattr(models, 'make_model', small_model)
+    rc = main(['bench', 'model', 'mlp', '--batch', '3', '--device', 'cpu', '--dtype', 'f32', '--backends', 'hidet',
+               '--warmup', '1', '--repeat', '2', '--json'])
+    out = capsys.readouterr().out
+    results = json.loads(out.split('JSON ', 1)[1])['results']
+    assert rc == 0 and 0 <= results['hidet']['max_error'] < 1e-4

@@ -2,14 +2,18 @@
 
 Latency is the median over repeats, timed with CUDA events on torch's current stream (on the
 CPU: wall clock). Compile time is the first call's (hidet: optimize + build; inductor: the
-first torch.compile call). Ratios > 1 mean hidet is faster.
+first torch.compile call). Ratios > 1 mean hidet is faster. Each backend's first result is checked
+against float32 (``hidet.cli.accuracy``): a hidet result less accurate than eager's beyond the dtype's
+tolerance fails the command (exit 1, the reason on stderr) after printing the table.
 """
 from __future__ import annotations
 
+import copy
 import json
 import statistics
+import sys
 import time
-from typing import Callable, Dict, List, Tuple
+from typing import Callable, Dict, List, Optional, Tuple
 
 BACKENDS = ('hidet', 'eager', 'inductor')
 _DTYPES = {'f16': 'float16', 'float16': 'float16', 'bf16': 'bfloat16', 'bfloat16': 'bfloat16', 'f32': 'float32',
@@ -82,8 +86,9 @@ def _median_ms(fn: Callable[[], object], device: str, warmup: int, repeat: int) 
     return statistics.median(times)
 
 
-def _op_case(args) -> Tuple[Callable, List, Callable[[list], Callable], float, str]:
-    """(torch function, inputs, hidet builder, flop count, title) of a single-op benchmark."""
+def _op_case(args) -> Tuple[Callable, List, Callable[[int], Callable], Callable, float, str]:
+    """(torch function, inputs, hidet builder, hidet's output list → torch's output, flop count, title) of a
+    single-op benchmark."""
     import torch
     import torch.nn.functional as F
 
@@ -133,7 +138,10 @@ def _op_case(args) -> Tuple[Callable, List, Callable[[list], Callable], float, s
         compiled = graph.build(space=space)
         return lambda: compiled.run(hidet_inputs)
 
-    return fn, inputs, build_hidet, flops, title
+    def hidet_result(outputs: list):  # channels-last: hidet's [n, oh, ow, k] seen as torch's [n, k, oh, ow]
+        return outputs[0].permute(0, 3, 1, 2) if getattr(args, 'channels_last', False) else outputs[0]
+
+    return fn, inputs, build_hidet, hidet_result, flops, title
 
 
 def _model_case(args):
@@ -145,9 +153,23 @@ def _model_case(args):
     return model, inputs, f'{args.name} batch {args.batch} {args.dtype}'
 
 
+def _reference(fn: Callable, inputs: List):
+    """``fn`` on ``inputs`` in float32 with TF32 off: what every backend's result is checked against."""
+    import torch
+
+    saved = torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32
+    torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = False
+    try:
+        return fn(*[t.float() if t.is_floating_point() else t for t in inputs])
+    finally:
+        torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = saved
+
+
 def run(args) -> int:
     import torch
     from tabulate import tabulate
+
+    from hidet.cli import accuracy
 
     backends = [b.strip() for b in args.backends.split(',') if b.strip()]
     unknown = sorted(set(backends) - set(BACKENDS))
@@ -156,16 +178,19 @@ def run(args) -> int:
     if args.device == 'cuda' and not torch.cuda.is_available():
         raise SystemExit('hidet bench: no CUDA device is available; pass --device cpu to benchmark on the CPU')
     results: Dict[str, Tuple[float, float]] = {}  # backend → (latency ms, compile s)
+    errors: Dict[str, Optional[float]] = {}  # backend → largest error of its first result against float32
     # torch's float32 GEMMs: exact unless --tf32 (as hidet's), whatever the process default
     torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = bool(args.tf32)
     flops = None
     with torch.inference_mode():
         if args.kind in ('matmul', 'conv2d'):
-            fn, inputs, build_hidet, flops, title = _op_case(args)
+            fn, inputs, build_hidet, hidet_result, flops, title = _op_case(args)
             title += ' tf32' if args.tf32 else ''
             runners = {'eager': lambda: (lambda: fn(*inputs)),
                        'inductor': lambda: (lambda f=torch.compile(fn): f(*inputs)),
                        'hidet': lambda: build_hidet(args.space or 0)}
+            results_as_torch = {'hidet': hidet_result}
+            reference = _reference(fn, inputs)
         else:
             model, inputs, title = _model_case(args)
             mode = args.mode
@@ -181,13 +206,20 @@ def run(args) -> int:
             runners = {'eager': lambda: (lambda: model(*inputs)),
                        'inductor': lambda: compiled('inductor'),
                        'hidet': lambda: compiled('hidet')}
+            results_as_torch = {}
+            reference = _reference(copy.deepcopy(model).float(), inputs)
+        ref_scale = accuracy.scale(reference)
+        if 'eager' not in backends:  # (eager's own error is the measure of what the dtype allows)
+            errors['eager'] = accuracy.max_error(runners['eager']()(), reference)
         for backend in backends:
             t0 = time.perf_counter()
             call = runners[backend]()
-            call()  # the first call compiles (inductor, hidet's torch.compile)
+            out = call()  # the first call compiles (inductor, hidet's torch.compile)
             if args.device == 'cuda':
                 torch.cuda.synchronize()
             compile_s = time.perf_counter() - t0
+            # checked now: a CUDA-graph replay may overwrite the outputs of an earlier call (inductor's)
+            errors[backend] = accuracy.max_error(results_as_torch.get(backend, lambda o: o)(out), reference)
             results[backend] = (_median_ms(call, args.device, args.warmup, args.repeat), compile_s)
     rows = []
     for backend, (ms, compile_s) in results.items():
@@ -197,13 +229,21 @@ def run(args) -> int:
         for ref in ('eager', 'inductor'):
             row.append(f'{results[ref][0] / ms:.2f}x' if ref in results and 'hidet' == backend else '')
         row.append(f'{compile_s:.1f}')
+        row.append('?' if errors[backend] is None else f'{errors[backend]:.3g}')
         rows.append(row)
     headers = ['backend', 'latency (ms)'] + (['TFLOP/s'] if flops is not None else []) + \
-        ['hidet speed-up vs eager', 'vs inductor', 'compile (s)']
-    print(f'{title} on {args.device}')
+        ['hidet speed-up vs eager', 'vs inductor', 'compile (s)', 'max error vs fp32']
+    print(f'{title} on {args.device} (outputs as large as {ref_scale:.3g})')
     print(tabulate(rows, headers=headers))
     if args.json:
         print('JSON ' + json.dumps({'case': title, 'device': args.device, 'mode': getattr(args, 'mode', None),
                                     'space': args.space, 'tflop': flops / 1e12 if flops else None,
-                                    'results': {b: {'ms': ms, 'compile_s': c} for b, (ms, c) in results.items()}}))
+                                    'output_scale': ref_scale,
+                                    'results': {b: {'ms': ms, 'compile_s': c, 'max_error': errors[b]}
+                                                for b, (ms, c) in results.items()}}))
+    tol = accuracy.TOLERANCE['tf32' if args.tf32 else _DTYPES[args.dtype]]
+    problem = accuracy.verdict(errors, ref_scale, tol)
+    if problem:
+        print(f'hidet bench: {problem}', file=sys.stderr)
+        return 1
     return 0
