@@ -63,7 +63,8 @@ def main(slow=()) -> None:
     """``slow``: names of cases timed with few calls (kernels of other schedulers that take long)."""
     from hidet.graph.ops.arithmetic import UnaryElementwiseOp, BinaryElementwiseOp
     from hidet.graph.ops.reduce import ReduceOp
-    from hidet.graph.ops.transform import PermuteOp, TakeOp
+    from hidet.graph.ops.indexing import TakeOp
+    from hidet.graph.ops.transform import PermuteOp
     from hidet.ir.expr import call, cast
 
     x = torch.randn(4096, 4096, device='cuda', dtype=torch.float16)

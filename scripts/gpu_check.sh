@@ -80,9 +80,9 @@ for stage in $STAGES; do
       echo "== TMA: im2col copies, convolution and warp-specialized configs"
       run_pytest pytest_tma "${TEST_TIMEOUT:-360}" \
         "$ROOT/tests/lang/test_script_cuda.py::test_tma_im2col_copies_windows" \
-        "$ROOT/tests/graph/ops/test_matmul_template.py::test_im2col_tma_convolution_configs" \
-        "$ROOT/tests/graph/ops/test_matmul_template.py::test_every_tile_shape_with_computed_and_transposed_operands" \
-        "$ROOT/tests/graph/ops/test_matmul_template.py::test_tuning_runs_candidates_compiled_together"
+        "$ROOT/tests/graph/ops/test_matmul_template_gpu.py::test_im2col_tma_convolution_configs" \
+        "$ROOT/tests/graph/ops/test_matmul_template_gpu.py::test_every_tile_shape_with_computed_and_transposed_operands" \
+        "$ROOT/tests/graph/ops/test_matmul_template_gpu.py::test_tuning_runs_candidates_compiled_together"
       (cd /tmp && timeout "${BENCH_TIMEOUT:-300}" python3 "$ROOT/scripts/bench_matmul.py" conv:32x64x56x56x64x3x3p1 \
          conv:32x128x28x28x128x3x3p1 conv:32x256x14x14x256x3x3p1 conv:32x512x7x7x512x3x3p1 4096x4096x4096 \
          128x4096x4096 1x4096x4096 --space 0 2 ${TMA_BENCH_ARGS:-}) 2>&1 | tr "\r" "\n" | grep -v "it/s\]" | tee "$LOG_DIR/bench_tma.log" | tail -150 ;;

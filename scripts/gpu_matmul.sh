@@ -18,7 +18,8 @@ echo "== installed in $(( $(date +%s) - t0 )) s"
 if ls .whl/*.whl > /dev/null 2>&1; then  # pytest-xdist (see gpu_check.sh)
   python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl && export PYTHONPATH=/tmp/site
 fi
-TESTS=$(for t in ${TESTS:-tests/graph/ops/test_matmul_template.py}; do echo "$PWD/$t"; done)  # (run from /tmp)
+DEFAULT_TESTS="tests/graph/ops/test_matmul_template.py tests/graph/ops/test_matmul_template_gpu.py"
+TESTS=$(for t in ${TESTS:-$DEFAULT_TESTS}; do echo "$PWD/$t"; done)  # (run from /tmp)
 cd /tmp
 t0=$(date +%s)
 timeout ${TEST_TIMEOUT:-150} python3 -m pytest $TESTS -q -rs -n 4 \

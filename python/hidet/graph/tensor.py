@@ -182,7 +182,7 @@ class Tensor:
     def max(self, dims=None, keepdim=False): return _ops().max(self, dims, keepdim)
     def min(self, dims=None, keepdim=False): return _ops().min(self, dims, keepdim)
 
-    # ------------------------------------------------------------------ shape (hidet.ops.transform)
+    # ------------------------------------------------------------------ shape (ops/reshape.py, transform.py)
     def reshape(self, *shape) -> 'Tensor':
         """``t.reshape(2, -1)`` or ``t.reshape([2, -1])``, as torch."""
         return _ops().reshape(self, _shape_args(shape))

@@ -325,7 +325,7 @@ def test_out_of_range_indices_raise_for_host_indices():
 def test_out_of_range_indices_never_read_outside(device):
     # the kernels clamp indices into range: on the GPU (no host check) an out-of-range index reads the
     # nearest end of its dimension; the operators built directly show the same on the CPU
-    from hidet.graph.ops.transform import GatherOp, TakeOp
+    from hidet.graph.ops.indexing import GatherOp, TakeOp
 
     x = rand([5, 8], 'float32', device)
     index = torch.tensor([7, -9, 2, 100, -1], device=device)

@@ -13,9 +13,10 @@ from .nn import batch_norm, group_norm, layer_norm, log_softmax, rms_norm, scale
 from .conv import conv1d, conv2d, conv2d_channels_last, conv_transpose2d
 from .pool import adaptive_avg_pool2d, adaptive_max_pool2d, avg_pool2d, max_pool2d
 from .resize import resize2d
+from .reshape import flatten, reshape, squeeze, unsqueeze
+from .indexing import embedding, gather, gather_nd, index_select, take
 from .transform import (
-    broadcast, cat, concat, embedding, flatten, flip, gather, gather_nd, index_select, pad, permute, repeat, reshape,
-    split, squeeze, stack, strided_slice, take, tile, transpose, tril, triu, unsqueeze,
+    broadcast, cat, concat, flip, pad, permute, repeat, split, stack, strided_slice, tile, transpose, tril, triu,
 )
 from .interpolate import resize
 from .creation import arange, full

@@ -124,7 +124,7 @@ def _conv(nd: int, x: Tensor, weight: Tensor, bias: Optional[Tensor], stride, pa
     y = ConvOp(x, weight, _tuple(op, 'stride', stride, nd), _tuple(op, 'padding', padding, nd),
                _tuple(op, 'dilation', dilation, nd), int(groups)).get_output(0)
     if bias is not None:
-        from hidet.graph.ops.transform import reshape
+        from hidet.graph.ops.reshape import reshape
 
         y = ew.add(y, reshape(bias, [bias.shape[0]] + [1] * nd))
     return y
@@ -182,7 +182,7 @@ def conv_transpose2d(x: Tensor, weight: Tensor, bias: Optional[Tensor] = None, s
                           _tuple(op, 'output_padding', output_padding, 2), _tuple(op, 'dilation', dilation, 2),
                           int(groups)).get_output(0)
     if bias is not None:
-        from hidet.graph.ops.transform import reshape
+        from hidet.graph.ops.reshape import reshape
 
         y = ew.add(y, reshape(bias, [bias.shape[0], 1, 1]))
     return y

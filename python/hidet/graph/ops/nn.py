@@ -91,14 +91,14 @@ def _channel_param(p: Optional[Tensor], ndim: int) -> Optional[Tensor]:
     """A per-channel vector [C] as a tensor [C, 1, ..., 1] broadcasting over an [N, C, ...] input."""
     if p is None:
         return None
-    from hidet.graph.ops.transform import reshape
+    from hidet.graph.ops.reshape import reshape
 
     return reshape(p, [p.shape[0]] + [1] * (ndim - 2))
 
 
 def group_norm(x: Tensor, num_groups: int, weight: Optional[Tensor] = None, bias: Optional[Tensor] = None,
                eps: float = 1e-5) -> Tensor:
-    from hidet.graph.ops.transform import reshape
+    from hidet.graph.ops.reshape import reshape
 
     _require_float('group_norm', x)
     if x.ndim < 2 or x.shape[1] % num_groups != 0:

@@ -103,7 +103,7 @@ class ArgReduceOp(Operator):
 
 def _arg(x: Tensor, axis: Optional[int], keepdim: bool, kind: str) -> Tensor:
     if axis is None:
-        from hidet.graph.ops.transform import reshape
+        from hidet.graph.ops.reshape import reshape
 
         x, axis, keepdim = reshape(x, [-1]), 0, False
     axis = normalize_axis(f'arg{kind}', axis, x.ndim)

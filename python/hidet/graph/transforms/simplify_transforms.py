@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from hidet.graph import ops
 from hidet.graph.flow_graph import FlowGraph
-from hidet.graph.ops.transform import PermuteOp, ReshapeOp
+from hidet.graph.ops.reshape import ReshapeOp
+from hidet.graph.ops.transform import PermuteOp
 from hidet.graph.transforms.base import GraphPass, rewrite_graph
 from hidet.graph.transforms.pass_context import PassContext
 
