@@ -1,0 +1,116 @@
+"""The shape of the code base (docs/design.md): imports flow one way between layers, the C++ runtime
+knows nothing of Python or torch, and no source file grows past 800 lines."""
+from __future__ import annotations
+
+import ast
+import os
+import re
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PACKAGE = os.path.join(ROOT, 'python', 'hidet')
+
+# A module may import, at module level, modules of lower layers and of its own package. Imports inside
+# functions may reach up (the runtime hands out hidet Tensors; the template registry imports the operator
+# families so that they register): they run after every layer is loaded.
+LAYERS = {
+    'hidet._C': 0, 'hidet.option': 0, 'hidet.version': 0, 'hidet.utils': 0,
+    'hidet.ir': 1,
+    'hidet.backend': 2, 'hidet.lang': 2, 'hidet.runtime': 2,
+    'hidet.cuda': 3, 'hidet.drivers': 3,
+    'hidet.graph': 4, 'hidet.ops': 4,  # (hidet.ops: the package's name for hidet.graph.ops)
+    'hidet.drivers.build_graph': 5,  # FlowGraph → CompiledGraph: reads the graph it builds
+    'hidet': 6,  # the package's API (its __init__), which the frontends use as any user does
+    'hidet.graph.frontend': 7,
+    'hidet.onnx': 8, 'hidet.torch': 8,  # the frontends' public faces
+    'hidet.cli': 9,
+    'hidet.__main__': 10,
+}
+
+
+def _layer(module: str):
+    """(the longest LAYERS prefix of ``module``, its rank), or None outside hidet."""
+    parts = module.split('.')
+    for n in range(len(parts), 0, -1):
+        prefix = '.'.join(parts[:n])
+        if prefix in LAYERS:
+            return prefix, LAYERS[prefix]
+    return None
+
+
+def _module_level_imports(path: str, module: str, is_package: bool):
+    package = module if is_package else module.rsplit('.', 1)[0]
+    for node in ast.parse(open(path).read(), path).body:
+        if isinstance(node, ast.Import):
+            yield from (a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split('.')[:len(package.split('.')) - node.level + 1]
+                target = '.'.join(base + ([node.module] if node.module else []))
+            else:
+                target = node.module
+            if target == 'hidet' or node.module is None:  # `from hidet import option`: hidet.option
+                yield from (f'{target}.{a.name}' for a in node.names)
+            else:
+                yield target
+
+
+def _modules():
+    for root, _, files in os.walk(PACKAGE):
+        for f in sorted(files):
+            if f.endswith('.py'):
+                path = os.path.join(root, f)
+                rel = os.path.relpath(path, os.path.dirname(PACKAGE))[:-3].replace(os.sep, '.')
+                is_package = f == '__init__.py'
+                yield path, rel[:-len('.__init__')] if is_package else rel, is_package
+
+
+def test_imports_flow_one_way():
+    wrong = []
+    for path, module, is_package in _modules():
+        src_layer, src_rank = _layer(module)
+        for target in _module_level_imports(path, module, is_package):
+            found = _layer(target)
+            if found is None or found[0] == src_layer or target.startswith(module + '.'):
+                continue
+            if found[1] >= src_rank:
+                wrong.append(f'{module} imports {target} ({src_layer} is layer {src_rank}, {found[0]} {found[1]})')
+    assert not wrong, 'imports against the layering (tests/test_structure.py LAYERS):\n' + '\n'.join(wrong)
+
+
+def test_layer_check_sees_an_upward_import(tmp_path):
+    path = tmp_path / 'mod.py'
+    path.write_text('import os\nfrom hidet.graph.tensor import Tensor\nfrom . import sibling\n'
+                    'def f():\n    import hidet.torch\n')
+    imports = list(_module_level_imports(str(path), 'hidet.ir.mod', False))
+    assert imports == ['os', 'hidet.graph.tensor', 'hidet.ir.sibling']  # (not the import inside f)
+    assert _layer('hidet.graph.tensor') == ('hidet.graph', 4) and _layer('hidet.ir.expr') == ('hidet.ir', 1)
+    assert _layer('hidet.drivers.build_graph') == ('hidet.drivers.build_graph', 5) and _layer('numpy') is None
+    assert _layer('hidet.torch.dynamo_config') == ('hidet.torch', 8)
+
+
+def test_cpp_runtime_knows_nothing_of_python_or_torch():
+    include = re.compile(r'#\s*include\s*[<"](Python\.h|pybind11/|torch/|ATen/|c10/)')
+    wrong = []
+    for folder in ('cpp/runtime', 'cpp/include'):
+        for root, _, files in os.walk(os.path.join(ROOT, folder)):
+            for f in files:
+                path = os.path.join(root, f)
+                for i, line in enumerate(open(path, errors='replace'), 1):
+                    if include.search(line):
+                        wrong.append(f'{os.path.relpath(path, ROOT)}:{i}: {line.strip()}')
+    assert not wrong, '\n'.join(wrong)
+
+
+@pytest.mark.parametrize('folder', ['python', 'cpp', 'tests', 'scripts', 'examples'])
+def test_no_source_file_past_800_lines(folder):
+    long = []
+    for root, _, files in os.walk(os.path.join(ROOT, folder)):
+        for f in files:
+            if f.endswith(('.py', '.cpp', '.hpp', '.h', '.c', '.cu', '.sh')):
+                path = os.path.join(root, f)
+                n = sum(1 for _ in open(path, errors='replace'))
+                if n > 800:
+                    long.append(f'{os.path.relpath(path, ROOT)}: {n} lines')
+    assert not long, 'split these files (docs/design.md: past ~800 lines, split):\n' + '\n'.join(long)
