@@ -18,7 +18,6 @@ from hidet.ir.stmt import Function
 from hidet.ir.type import PointerType, TensorType, is_pointer, is_scalar, is_tensor, void
 
 from .constructs import as_pointer, cast as lang_cast, describe, pointee, range_spec, scalar_literal
-from .errors import HidetScriptError
 
 _MISSING = object()
 
@@ -61,17 +60,7 @@ class ExprTranslator:
         raise self.error(node, f'a condition must be a scalar, got {describe(cond)}')
 
     def visit_expr(self, node: ast.expr):
-        if type(node) in _UNSUPPORTED_EXPRS:
-            raise self.error(node, f'{_UNSUPPORTED_EXPRS[type(node)]} are not supported in Hidet Script')
-        method = getattr(self, f'expr_{type(node).__name__}', None)
-        if method is None:
-            raise self.error(node, f'{type(node).__name__} expressions are not supported in Hidet Script')
-        try:
-            return method(node)
-        except HidetScriptError:
-            raise
-        except Exception as e:  # noqa: BLE001 - any failure is reported at the user's line
-            raise self.error(node, f'{type(e).__name__}: {e}') from e
+        return self.dispatch(node, 'expr', 'expressions', _UNSUPPORTED_EXPRS)
 
     def expr_Constant(self, node):
         return node.value

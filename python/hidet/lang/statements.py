@@ -18,7 +18,6 @@ from hidet.ir.type import PointerType, TensorType, is_scalar, type_of, void
 
 from .attr import AttrNamespace
 from .constructs import LoopSpec, TensorDecl, as_pointer, describe, scalar_literal
-from .errors import HidetScriptError
 from .expressions import _BINOPS, _MISSING, _is_py_scalar
 
 _UNSUPPORTED_STMTS = {
@@ -38,17 +37,7 @@ class StmtTranslator:
     """The statement half of the Transpiler (hidet/lang/transpiler.py)."""
 
     def visit_stmt(self, node: ast.stmt) -> List[Stmt]:
-        if type(node) in _UNSUPPORTED_STMTS:
-            raise self.error(node, f'{_UNSUPPORTED_STMTS[type(node)]} are not supported in Hidet Script')
-        method = getattr(self, f'stmt_{type(node).__name__}', None)
-        if method is None:
-            raise self.error(node, f'{type(node).__name__} statements are not supported in Hidet Script')
-        try:
-            return method(node)
-        except HidetScriptError:
-            raise
-        except Exception as e:  # noqa: BLE001 - any failure is reported at the user's line
-            raise self.error(node, f'{type(e).__name__}: {e}') from e
+        return self.dispatch(node, 'stmt', 'statements', _UNSUPPORTED_STMTS)
 
     def stmt_Pass(self, node) -> List[Stmt]:
         return []

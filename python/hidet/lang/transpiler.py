@@ -63,6 +63,21 @@ class Transpiler(StmtTranslator, ExprTranslator):
     def error(self, node, message: str) -> HidetScriptError:
         return HidetScriptError(self.filename, getattr(node, 'lineno', self.fdef.lineno) + self.line_offset, message)
 
+    def dispatch(self, node, prefix: str, kind: str, unsupported: Dict[type, str]):
+        """``self.<prefix>_<NodeType>(node)``; a node type Hidet Script lacks, or any failure inside, is a
+        HidetScriptError at the user's line."""
+        if type(node) in unsupported:
+            raise self.error(node, f'{unsupported[type(node)]} are not supported in Hidet Script')
+        method = getattr(self, f'{prefix}_{type(node).__name__}', None)
+        if method is None:
+            raise self.error(node, f'{type(node).__name__} {kind} are not supported in Hidet Script')
+        try:
+            return method(node)
+        except HidetScriptError:
+            raise
+        except Exception as e:  # noqa: BLE001 - any failure is reported at the user's line
+            raise self.error(node, f'{type(e).__name__}: {e}') from e
+
     def lookup(self, name: str, node):
         for scope in reversed(self.scopes):
             if name in scope:
