@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import importlib
 
-_FAMILIES = ('ops_math', 'ops_nn', 'ops_reduce', 'ops_shape', 'ops_index', 'ops_image')
+_FAMILIES = ('ops_math', 'ops_nn', 'ops_reduce', 'ops_shape', 'ops_index', 'ops_image', 'ops_attention')
 
 
 def _import_onnx():
