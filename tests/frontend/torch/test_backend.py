@@ -129,6 +129,7 @@ def test_indexing_masks_and_reductions():
         m = x > 0
         y = x.masked_fill(~m, -1.0)
         v, i = y.max(dim=-1)
-        return y[:, 1:3], y[idx], v, i, torch.where(m, x, 0.0).mean(), F.softmax(y, dim=-1).argmax(-1)
+        return y[:, 1:3], y[idx], v, i, torch.where(m, x, 0.0).mean(), F.softmax(y, dim=-1).argmax(-1), \
+            torch.cumprod(x, 1), x.cumsum(0, dtype=torch.float64)
 
     compile_and_compare(f, torch.randn(4, 5), torch.tensor([2, 0]))

@@ -50,7 +50,7 @@ def test_norm_shape_errors():
         ops.group_norm(hidet.randn([2, 6, 3]), 4)
 
 
-def test_arg_reductions_var_std_cumsum(device):
+def test_arg_reductions_var_std_cumulative(device):
     x = rand([4, 9, 6], 'float32', device)
     x[1, 3, 2] = float('nan')
     check(ops.argmax(H(x), 1), torch.argmax(x, 1))
@@ -62,6 +62,13 @@ def test_arg_reductions_var_std_cumsum(device):
     check(ops.std(H(y), 1, keepdim=True, correction=0), torch.std(y, 1, keepdim=True, correction=0))
     check(ops.cumsum(H(y), 1), torch.cumsum(y, 1))
     check(ops.cumsum(H(i), -1), torch.cumsum(i, -1))
+    check(ops.cumprod(H(y), 2), torch.cumprod(y, 2))
+    check(ops.cumprod(H(i), 0), torch.cumprod(i, 0))
+    # exclusive: the elements before i (after i, reversed); the empty sum is 0, the empty product 1
+    check(ops.cumsum(H(y), 1, exclusive=True), torch.cumsum(y, 1) - y)
+    check(ops.cumsum(H(y), 1, reverse=True), torch.flip(torch.cumsum(torch.flip(y, [1]), 1), [1]))
+    check(ops.cumprod(H(y), 2, exclusive=True, reverse=True),
+          torch.flip(torch.cumprod(torch.flip(torch.cat([y[..., 1:], torch.ones_like(y[..., :1])], 2), [2]), 2), [2]))
 
 
 CONV2D = [  # (input shape, weight shape, stride, padding, dilation, groups)

@@ -8,7 +8,7 @@ from .arithmetic import (
 )
 from .matmul import matmul
 from .attention import attention
-from .reduce import all, any, argmax, argmin, cumsum, max, mean, min, prod, std, sum, var
+from .reduce import all, any, argmax, argmin, cumprod, cumsum, max, mean, min, prod, std, sum, var
 from .nn import batch_norm, group_norm, layer_norm, log_softmax, rms_norm, scaled_dot_product_attention, softmax
 from .conv import conv1d, conv2d, conv2d_channels_last, conv_transpose2d
 from .pool import adaptive_avg_pool2d, adaptive_max_pool2d, avg_pool2d, max_pool2d

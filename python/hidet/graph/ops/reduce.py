@@ -1,5 +1,5 @@
 """Reductions over any axes, with keepdim: sum, mean, max, min, prod, any, all; argmax/argmin,
-var/std and cumsum."""
+var/std, cumsum and cumprod."""
 from __future__ import annotations
 
 from typing import Optional, Sequence, Union
@@ -138,23 +138,35 @@ def std(x: Tensor, dims: Axes = None, keepdim: bool = False, correction: int = 1
     return ew.sqrt(var(x, dims, keepdim, correction))
 
 
-class CumsumOp(Operator):
-    def __init__(self, x: Tensor, axis: int):
+class CumulativeOp(Operator):
+    """Prefix sums or products along ``axis``: element i combines elements 0..i (``exclusive``: 0..i-1;
+    ``reverse``: from the end, i..n-1 or i+1..n-1). Integers accumulate in int64, as torch."""
+
+    def __init__(self, x: Tensor, axis: int, kind: str, exclusive: bool = False, reverse: bool = False):
         a = input_node('x', x)
-        acc = default_acc_dtype('sum', a.dtype)
+        acc = default_acc_dtype(kind, a.dtype)
         out_dtype = acc if not a.dtype.is_float() else a.dtype
+        taken = {(False, False): '<=', (True, False): '<', (False, True): '>=', (True, True): '>'}[exclusive, reverse]
+        identity = 0 if kind == 'sum' else 1
 
         def element(*idx):
             def term(k):
                 xi = tuple(list(idx[:axis]) + [k] + list(idx[axis + 1:]))
-                return select(binary('<=', k, idx[axis]), cast(a[xi], acc), 0)
+                return select(binary(taken, k, idx[axis]), cast(a[xi], acc), cast(identity, acc))
 
-            return reduce([a.shape[axis]], term, 'sum', acc_dtype=acc, dtype=out_dtype)
+            return reduce([a.shape[axis]], term, kind, acc_dtype=acc, dtype=out_dtype)
 
         out = compute('y', a.shape, element)
-        super().__init__([x], {'axis': axis}, Task('cumsum', [a], [out]))
+        attrs = {'axis': axis, 'exclusive': exclusive, 'reverse': reverse}
+        super().__init__([x], attrs, Task(f'cum{kind}', [a], [out]))
 
 
-def cumsum(x: Tensor, axis: int) -> Tensor:
-    """Inclusive prefix sums along ``axis`` (integers accumulate in int64, as torch)."""
-    return CumsumOp(x, normalize_axis('cumsum', axis, x.ndim)).get_output(0)
+def cumsum(x: Tensor, axis: int, exclusive: bool = False, reverse: bool = False) -> Tensor:
+    """Inclusive (or ``exclusive``) prefix sums along ``axis``, from the start (or the end, ``reverse``);
+    integers accumulate in int64, as torch."""
+    return CumulativeOp(x, normalize_axis('cumsum', axis, x.ndim), 'sum', exclusive, reverse).get_output(0)
+
+
+def cumprod(x: Tensor, axis: int, exclusive: bool = False, reverse: bool = False) -> Tensor:
+    """Inclusive (or ``exclusive``) prefix products along ``axis``, as cumsum."""
+    return CumulativeOp(x, normalize_axis('cumprod', axis, x.ndim), 'prod', exclusive, reverse).get_output(0)

@@ -1,4 +1,5 @@
-"""The ONNX Attention operator (opsets 23+): scaled dot-product attention as one node.
+"""The ONNX transformer operators of opset 23+: Attention (scaled dot-product attention as one node) and
+RotaryEmbedding.
 
 Q, K, V in 4-D ([batch, heads, seq, head_size]) or 3-D ([batch, seq, heads * head_size], with
 q_num_heads / kv_num_heads); grouped-query heads; a KV cache (past_key / past_value in, present_key /
@@ -212,3 +213,50 @@ def _composed(ctx, q, k, v, bias: Bias, scale: float, softcap: float, precision,
     probs = ops.cast(probs, q.dtype)
     qk.append(probs)
     return ops.matmul(probs, v), ops.cast(qk[mode], q.dtype)
+
+
+# ---------------------------------------------------------------- rotary embedding
+@register('RotaryEmbedding', since=23, attrs={'interleaved': 0, 'num_heads': 0, 'rotary_embedding_dim': 0})
+def rotary_embedding(ctx, x, cos_cache, sin_cache, position_ids=None):
+    """RoPE on [batch, heads, seq, size] or [batch, seq, heads * size]: the first rotary_embedding_dim of each
+    head (all by default) rotated pairwise — halves, or even/odd elements where interleaved — by the angles
+    of cos/sin_cache, rows picked by position_ids ([batch, seq]) or given per token ([batch, seq, dim / 2])."""
+    a = ctx.attrs
+    x = ctx.tensor(x)
+    shape = list(x.shape)
+    if x.ndim == 4:
+        x = ops.transpose(x, 1, 2)  # [b, s, h, d]
+    elif x.ndim == 3:
+        if a['num_heads'] <= 0 or shape[2] % a['num_heads']:
+            raise ValueError(f'a 3-D input [batch, seq, hidden] needs num_heads dividing {shape[2]}, '
+                             f"got {a['num_heads']}")
+        x = ops.reshape(x, [shape[0], shape[1], a['num_heads'], shape[2] // a['num_heads']])
+    else:
+        raise ValueError(f'the input must be 3-D or 4-D, got {shape}')
+    d = x.shape[3]
+    r = a['rotary_embedding_dim'] or d
+    if r % 2 or r > d:
+        raise ValueError(f'rotary_embedding_dim {r} must be even and at most the head size {d}')
+    cos, sin = ctx.tensor(cos_cache), ctx.tensor(sin_cache)
+    if position_ids is not None:
+        ids = ctx.tensor(position_ids)
+        cos, sin = ops.take(cos, ids, 0), ops.take(sin, ids, 0)  # [b, s, r / 2]
+    if cos.shape[-1] != r // 2 or sin.shape[-1] != r // 2:
+        raise ValueError(f'cos_cache {cos.shape} and sin_cache {sin.shape} must end in rotary_embedding_dim / 2 '
+                         f'= {r // 2}')
+    cos, sin = ops.unsqueeze(ops.cast(cos, x.dtype), 2), ops.unsqueeze(ops.cast(sin, x.dtype), 2)
+    if a['interleaved']:
+        x1 = ops.strided_slice(x, [0], [r], axes=[3], strides=[2])
+        x2 = ops.strided_slice(x, [1], [r], axes=[3], strides=[2])
+    else:
+        x1 = ops.strided_slice(x, [0], [r // 2], axes=[3])
+        x2 = ops.strided_slice(x, [r // 2], [r], axes=[3])
+    real = ops.subtract(ops.multiply(cos, x1), ops.multiply(sin, x2))
+    imag = ops.add(ops.multiply(sin, x1), ops.multiply(cos, x2))
+    if a['interleaved']:
+        rotated = ops.reshape(ops.stack([real, imag], 4), list(real.shape[:3]) + [r])
+    else:
+        rotated = ops.concat([real, imag], 3)
+    if r < d:
+        rotated = ops.concat([rotated, ops.strided_slice(x, [r], [d], axes=[3])], 3)
+    return ops.transpose(rotated, 1, 2) if len(shape) == 4 else ops.reshape(rotated, shape)

@@ -1,5 +1,5 @@
 """Reduction ONNX operators: Reduce{Sum,Mean,Max,Min,Prod,L1,L2,SumSquare,LogSum,LogSumExp},
-ArgMax/ArgMin and CumSum."""
+ArgMax/ArgMin, CumSum and CumProd."""
 from __future__ import annotations
 
 import numpy as np
@@ -102,12 +102,15 @@ def arg_reduce(ctx, x):
 
 @register('CumSum', attrs={'exclusive': 0, 'reverse': 0})
 def cumsum(ctx, x, axis):
+    return _cumulative(ctx, x, axis, ops.cumsum)
+
+
+@register('CumProd', since=26, attrs={'exclusive': 0, 'reverse': 0})
+def cumprod(ctx, x, axis):
+    return _cumulative(ctx, x, axis, ops.cumprod)
+
+
+def _cumulative(ctx, x, axis, fn):
     x = ctx.tensor(x)
-    ax = int(ctx.scalar(axis, 'axis')) % x.ndim
-    y = ops.flip(x, [ax]) if ctx.attrs['reverse'] else x
-    out = ops.cumsum(y, ax)
-    if out.dtype != x.dtype:
-        out = ops.cast(out, x.dtype)
-    if ctx.attrs['exclusive']:
-        out = ops.subtract(out, y)
-    return ops.flip(out, [ax]) if ctx.attrs['reverse'] else out
+    out = fn(x, int(ctx.scalar(axis, 'axis')) % x.ndim, bool(ctx.attrs['exclusive']), bool(ctx.attrs['reverse']))
+    return ops.cast(out, x.dtype) if out.dtype != x.dtype else out

@@ -455,6 +455,13 @@ def cumsum(input: Tensor, dim, *, dtype=None, out=None):
     return ops.cumsum(input, dim)
 
 
+@register_function(torch.cumprod)
+def cumprod(input: Tensor, dim, *, dtype=None, out=None):
+    if dtype is not None:
+        input = ops.cast(input, to_hidet_dtype(dtype))
+    return ops.cumprod(input, dim)
+
+
 @register_function(torch.norm, torch.linalg.vector_norm)
 def norm(input: Tensor, p=2, dim=None, keepdim=False, *, dtype=None, out=None):
     x = as_float(input)

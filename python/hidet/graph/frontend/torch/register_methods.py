@@ -257,7 +257,8 @@ def log_softmax(self: Tensor, dim, dtype=None):
 for _names, _conv in ((('sum',), fn.sum_), (('mean',), fn.mean), (('prod',), fn.prod), (('max',), fn._extreme('max')),
                       (('min',), fn._extreme('min')), (('amax',), fn.amax), (('amin',), fn.amin),
                       (('argmax',), fn.argmax), (('argmin',), fn.argmin), (('any',), fn.any_), (('all',), fn.all_),
-                      (('var',), fn.var), (('std',), fn.std), (('cumsum',), fn.cumsum), (('norm',), fn.norm)):
+                      (('var',), fn.var), (('std',), fn.std), (('cumsum',), fn.cumsum), (('cumprod',), fn.cumprod),
+                      (('norm',), fn.norm)):
     register_method(*_names)(_conv)
 
 
