@@ -12,27 +12,31 @@ from hidet.graph.ops.attention import AttentionOp
 from onnx_test_utils import assert_close
 
 
-def _model(attrs, shapes, initializers=(), inputs=('Q', 'K', 'V'), outputs=('Y',), opset=24):
+def _model(attrs, shapes, initializers=(), inputs=('Q', 'K', 'V'), outputs=('Y',), opset=24, dtype='float32'):
+    elem = {'float32': TensorProto.FLOAT, 'float16': TensorProto.FLOAT16}[dtype]
     node = helper.make_node('Attention', list(inputs), list(outputs), **attrs)
-    graph_inputs = [helper.make_tensor_value_info(n, TensorProto.FLOAT, shapes[n]) for n in ('Q', 'K', 'V')]
-    graph_outputs = [helper.make_tensor_value_info(n, TensorProto.FLOAT, None) for n in outputs if n]
+    graph_inputs = [helper.make_tensor_value_info(n, elem, shapes[n]) for n in ('Q', 'K', 'V')]
+    graph_outputs = [helper.make_tensor_value_info(n, elem, None) for n in outputs if n]
     graph = helper.make_graph([node], 'attention', graph_inputs, graph_outputs,
                               [numpy_helper.from_array(v, name) for name, v in initializers])
     return helper.make_model(graph, opset_imports=[helper.make_opsetid('', opset)])
 
 
-def _check(model, shapes, build=False):
+def _check(model, shapes, build=False, device='cpu', reference=None, tol=1e-5):
+    """``model`` traced, optimized and run (or built) on ``device`` against onnx's reference run of
+    ``reference`` (default: the model itself) on the same values."""
+    dtype = 'float16' if model.graph.input[0].type.tensor_type.elem_type == TensorProto.FLOAT16 else 'float32'
     rng = np.random.default_rng(0)
-    feeds = {n: rng.standard_normal(shapes[n]).astype(np.float32) for n in ('Q', 'K', 'V')}
-    want = ReferenceEvaluator(model).run(None, feeds)
+    feeds = {n: rng.standard_normal(shapes[n]).astype(dtype) for n in ('Q', 'K', 'V')}
+    want = ReferenceEvaluator(reference or model).run(None, {n: v.astype(np.float32) for n, v in feeds.items()}
+                                                      if reference else feeds)
     module = hidet.onnx.from_onnx(model)
-    syms = [hidet.symbol(list(shapes[n]), 'float32') for n in ('Q', 'K', 'V')]
-    outs = module(*syms)
-    graph = hidet.graph.optimize(hidet.trace_from(outs, syms))
-    args = [hidet.asarray(feeds[n]) for n in ('Q', 'K', 'V')]
+    syms = [hidet.symbol(list(shapes[n]), dtype, device) for n in ('Q', 'K', 'V')]
+    graph = hidet.graph.optimize(hidet.trace_from(module(*syms), syms))
+    args = [hidet.asarray(feeds[n], device=device) for n in ('Q', 'K', 'V')]
     got = graph.build()(*args) if build else graph(*args)
     for g, w in zip(got if isinstance(got, (list, tuple)) else [got], want):
-        assert_close(g, w, rtol=1e-4, atol=1e-5)
+        assert_close(g.to('float32').cpu().numpy(), w, rtol=tol * 10, atol=tol)
     return graph
 
 
@@ -62,3 +66,22 @@ def test_3d_inputs_need_head_counts():
     shapes = {'Q': [1, 5, 16], 'K': [1, 5, 16], 'V': [1, 5, 16]}
     with pytest.raises(hidet.onnx.OnnxConversionError, match='q_num_heads and kv_num_heads'):
         hidet.onnx.from_onnx(_model({}, shapes))(*[hidet.symbol(shapes[n], 'float32') for n in ('Q', 'K', 'V')])
+
+
+GPU_CASES = {  # attrs, inputs, initializers
+    'causal': ({'is_causal': 1}, ('Q', 'K', 'V'), []),
+    'mask': ({}, ('Q', 'K', 'V', 'mask'), [('mask', np.tril(np.ones([5, 7], bool), 2))]),
+    'lengths': ({'is_causal': 1}, ('Q', 'K', 'V', '', '', '', 'lengths'), [('lengths', np.array([7, 6], np.int64))]),
+    'softcap': ({'softcap': 3.0}, ('Q', 'K', 'V'), []),
+}
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize('dtype', ['float32', 'float16'])
+@pytest.mark.parametrize('case', list(GPU_CASES))
+def test_on_the_gpu(case, dtype):
+    attrs, inputs, initializers = GPU_CASES[case]
+    shapes = {'Q': [2, 4, 5, 64], 'K': [2, 2, 7, 64], 'V': [2, 2, 7, 64]}
+    model = _model(attrs, shapes, initializers, inputs, dtype=dtype)
+    reference = _model(attrs, shapes, initializers, inputs)
+    _check(model, shapes, build=True, device='cuda', reference=reference, tol=1e-4 if dtype == 'float32' else 2e-2)
