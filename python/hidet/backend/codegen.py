@@ -34,7 +34,8 @@ _CUDA_BUILTINS = {
 }
 _MATH = {'exp', 'log', 'sqrt', 'sin', 'cos', 'tanh', 'erf', 'pow', 'floor', 'ceil', 'log2', 'log1p', 'expm1',
          'acosh', 'asinh', 'atanh',
-         'atan', 'asin', 'acos', 'sinh', 'cosh', 'exp2', 'tan', 'fmod', 'trunc'}
+         'atan', 'asin', 'acos', 'sinh', 'cosh', 'exp2', 'tan', 'fmod', 'trunc', 'log10', 'erfc', 'atan2', 'hypot',
+         'copysign'}
 
 
 def is_16bit_float(dtype: DataType) -> bool:

@@ -174,3 +174,91 @@ def test_float16_conversions_are_exact_everywhere(device):
         assert torch.equal(got.float().nan_to_num(), values.to(getattr(torch, dst)).float().nan_to_num()), dst
     nan = ops.cast(hidet.from_torch(torch.tensor([float('nan')], device=device)), 'float16').torch()
     assert nan.isnan().all()
+
+
+LIBM = [  # (op, input range): the C math library's functions on their domains
+    ('tan', (-1.2, 1.2)), ('asin', (-0.95, 0.95)), ('acos', (-0.95, 0.95)), ('atan', (-4, 4)), ('sinh', (-3, 3)),
+    ('cosh', (-3, 3)), ('asinh', (-4, 4)), ('acosh', (1.05, 5)), ('atanh', (-0.9, 0.9)), ('exp2', (-4, 4)),
+    ('expm1', (-1e-3, 1e-3)), ('log2', (0.1, 9)), ('log10', (0.1, 9)), ('log1p', (-1e-4, 1e-4)), ('erfc', (-2, 2)),
+    ('trunc', (-9, 9))]
+
+
+@pytest.mark.parametrize('dtype', ['float32', 'float16', 'bfloat16'])
+@pytest.mark.parametrize('name,bounds', LIBM, ids=[m[0] for m in LIBM])
+def test_math_library_functions(name, bounds, dtype, device):
+    lo, hi = bounds
+    x = (torch.rand([3, 33]) * (hi - lo) + lo).to(getattr(torch, dtype)).to(device)
+    check(getattr(ops, name)(hidet.from_torch(x)), getattr(torch, name)(x))
+
+
+def test_special_values(device):
+    x = torch.tensor([0.0, -0.0, float('inf'), -float('inf'), float('nan'), 1.5, -2.5], device=device)
+    h = hidet.from_torch(x)
+    for name in ('isinf', 'isfinite', 'isnan', 'trunc', 'exp2', 'expm1', 'log1p', 'atan'):
+        check(getattr(ops, name)(h), getattr(torch, name)(x))
+    check(ops.copysign(1.0, h), torch.copysign(torch.ones_like(x), x))  # the sign of -0.0 and of NaN
+    check(ops.logaddexp(h, h), torch.logaddexp(x, x))  # equal infinities give themselves
+    i = rand([6], 'int32', device)
+    check(ops.isinf(hidet.from_torch(i)), torch.isinf(i))
+    check(ops.isfinite(hidet.from_torch(i)), torch.isfinite(i))
+
+
+TWO_ARG = ['atan2', 'hypot', 'copysign', 'fmod', 'remainder', 'floor_divide', 'logaddexp']
+
+
+@pytest.mark.parametrize('dtype', ['float32', 'float16'])
+@pytest.mark.parametrize('name', TWO_ARG)
+def test_two_argument_math(name, dtype, device):
+    x, y = rand([4, 1, 5], dtype, device) * 4, rand([3, 1], dtype, device)
+    check(getattr(ops, name)(hidet.from_torch(x), hidet.from_torch(y)), getattr(torch, name)(x, y))
+    check(getattr(ops, name)(hidet.from_torch(x), 0.75), getattr(torch, name)(x, torch.tensor(0.75, dtype=x.dtype,
+                                                                                           device=device)))
+
+
+@pytest.mark.parametrize('dtype', ['int32', 'int64', 'int8', 'uint8'])
+def test_integer_division_and_bits(dtype, device):
+    x, y = rand([5, 6], dtype, device, positive=dtype == 'uint8'), rand([6], dtype, device, positive=True)
+    if dtype != 'uint8':
+        y = y * torch.tensor([1, -1, 1, -1, 2, -3], dtype=y.dtype, device=device)
+    hx, hy = hidet.from_torch(x), hidet.from_torch(y)
+    check(ops.floor_divide(hx, hy), torch.floor_divide(x, y))
+    check(ops.remainder(hx, hy), torch.remainder(x, y))
+    check(ops.fmod(hx, hy), torch.fmod(x, y))
+    check(ops.trunc_divide(hx, hy), torch.div(x, y, rounding_mode='trunc'))
+    check(ops.bitwise_and(hx, hy), torch.bitwise_and(x, y))
+    check(ops.bitwise_or(hx, 6), torch.bitwise_or(x, 6))
+    check(ops.bitwise_xor(hx, hy), torch.bitwise_xor(x, y))
+    check(ops.bitwise_not(hx), torch.bitwise_not(x))
+    # a divisor of 0 gives 0 instead of a trap (torch raises); INT_MIN / -1 wraps as in torch
+    zero = ops.floor_divide(hx, 0).torch()
+    assert (zero == 0).all()
+    if dtype in ('int32', 'int64'):
+        low = torch.tensor([torch.iinfo(getattr(torch, dtype)).min, 7], dtype=x.dtype, device=device)
+        check(ops.floor_divide(hidet.from_torch(low), -1), torch.floor_divide(low, -1))
+
+
+def test_bitwise_ops_of_bools_are_logical(device):
+    a, b = rand([7], 'bool', device), rand([7], 'bool', device)
+    ha, hb = hidet.from_torch(a), hidet.from_torch(b)
+    check(ops.bitwise_and(ha, hb), a & b)
+    check(ops.bitwise_or(ha, hb), a | b)
+    check(ops.bitwise_xor(ha, hb), a ^ b)
+    check(ops.bitwise_not(ha), ~a)
+    with pytest.raises(TypeError, match='floating-point'):
+        ops.bitwise_and(hidet.from_torch(rand([3], 'float32', device)), 1)
+
+
+def test_math_reductions(device):
+    x = rand([3, 5, 4], 'float32', device) * 30
+    x[0, :, 1] = -float('inf')
+    h = hidet.from_torch(x)
+    check(ops.logsumexp(h, [0, 2]), torch.logsumexp(x, [0, 2]))
+    check(ops.logsumexp(h, 1, keepdim=True), torch.logsumexp(x, 1, keepdim=True))
+    f16 = x.half()
+    check(ops.logsumexp(hidet.from_torch(f16), 2), torch.logsumexp(f16, 2))
+    n = rand([6, 5], 'float32', device)
+    n[n > 1.0] = float('nan')
+    n[:, 2] = float('nan')
+    check(ops.nansum(hidet.from_torch(n), 0), torch.nansum(n, 0))
+    check(ops.nanmean(hidet.from_torch(n), 0), torch.nanmean(n, 0))
+    check(ops.count_nonzero(hidet.from_torch(n > 0), 1), torch.count_nonzero(n > 0, 1))

@@ -1,14 +1,19 @@
 """hidet.ops: the operator library, imperative on concrete tensors (each op compiles its kernel on
 first use; kernels are cached on disk and in the process)."""
 from .arithmetic import (
-    abs, add, cast_ as cast, ceil, clamp, cos, divide, equal, erf, exp, floor, gelu, greater, greater_equal,
-    hardswish, isnan, leaky_relu, less, less_equal, log, logical_and, logical_not_ as logical_not, logical_or,
-    maximum_ as maximum, minimum_ as minimum, multiply, neg, not_equal, pow, relu, round, rsqrt, sigmoid, silu, sin,
-    sqrt, subtract, tanh, where,
+    abs, acos, acosh, add, asin, asinh, atan, atan2, atanh, bitwise_and, bitwise_not, bitwise_or, bitwise_xor,
+    cast_ as cast, ceil, clamp, copysign, cos, cosh, divide, equal, erf, erfc, exp, exp2, expm1, floor, floor_divide,
+    fmod, gelu, greater, greater_equal, hardswish, hypot, isfinite, isinf, isnan, leaky_relu, less, less_equal, log,
+    log1p, log2, log10, logaddexp, logical_and, logical_not_ as logical_not, logical_or, maximum_ as maximum,
+    minimum_ as minimum, multiply, neg, not_equal, pow, relu, remainder, round, rsqrt, sigmoid, silu, sin, sinh, sqrt,
+    subtract, tan, tanh, trunc, trunc_divide, where,
 )
 from .matmul import matmul
 from .attention import attention
-from .reduce import all, any, argmax, argmin, cumprod, cumsum, max, mean, min, prod, std, sum, var
+from .reduce import (
+    all, any, argmax, argmin, count_nonzero, cumprod, cumsum, logsumexp, max, mean, min, nanmean, nansum, prod, std,
+    sum, var,
+)
 from .nn import batch_norm, group_norm, layer_norm, log_softmax, rms_norm, scaled_dot_product_attention, softmax
 from .conv import conv1d, conv2d, conv2d_channels_last, conv_transpose2d
 from .pool import adaptive_avg_pool2d, adaptive_max_pool2d, avg_pool2d, max_pool2d

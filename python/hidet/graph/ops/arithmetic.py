@@ -12,6 +12,7 @@ from hidet.graph.tensor import Tensor
 from hidet.ir.compute import compute
 from hidet.ir.dtypes import boolean, data_type, float32
 from hidet.ir.expr import Expr, binary, call, cast, convert, logical_not, maximum, minimum, select
+from hidet.ir.expr import logical_and as both, logical_or as either
 from hidet.ir.task import Task
 
 Scalar = Union[int, float, bool]
@@ -85,6 +86,34 @@ def erf(x: Tensor) -> Tensor: return unary(x, lambda a: call('erf', _float(a)), 
 def floor(x: Tensor) -> Tensor: return unary(x, lambda a: call('floor', a) if a.dtype.is_float() else a, 'floor')
 def ceil(x: Tensor) -> Tensor: return unary(x, lambda a: call('ceil', a) if a.dtype.is_float() else a, 'ceil')
 def round(x: Tensor) -> Tensor: return unary(x, lambda a: call('round', a) if a.dtype.is_float() else a, 'round')  # noqa: A001
+def trunc(x: Tensor) -> Tensor: return unary(x, lambda a: call('trunc', a) if a.dtype.is_float() else a, 'trunc')
+
+
+def _libm(name: str) -> Callable[[Tensor], Tensor]:
+    """The C math library's ``name`` (16-bit floats computed in float32; integers give float32, as torch)."""
+    def op(x: Tensor) -> Tensor:
+        return unary(x, lambda a: call(name, _float(a)), name)
+
+    op.__name__ = op.__qualname__ = name
+    op.__doc__ = f'Elementwise {name} (C math library semantics, as torch).'
+    return op
+
+
+tan, asin, acos, atan = _libm('tan'), _libm('asin'), _libm('acos'), _libm('atan')
+sinh, cosh, asinh, acosh, atanh = _libm('sinh'), _libm('cosh'), _libm('asinh'), _libm('acosh'), _libm('atanh')
+exp2, expm1, log2, log10, log1p, erfc = _libm('exp2'), _libm('expm1'), _libm('log2'), _libm('log10'), \
+    _libm('log1p'), _libm('erfc')
+
+
+def isinf(x: Tensor) -> Tensor:
+    return unary(x, lambda a: binary('==', call('abs', a), convert(float('inf'), a.dtype)) if a.dtype.is_float()
+                 else convert(False, boolean), 'isinf')
+
+
+def isfinite(x: Tensor) -> Tensor:
+    """Neither infinite nor NaN (a NaN compares false)."""
+    return unary(x, lambda a: binary('<', call('abs', a), convert(float('inf'), a.dtype)) if a.dtype.is_float()
+                 else convert(True, boolean), 'isfinite')
 def logical_not_(x: Tensor) -> Tensor: return unary(x, lambda a: logical_not(cast(a, boolean)), 'logical_not')
 def isnan(x: Tensor) -> Tensor: return unary(x, lambda a: call('isnan', a, dtype=boolean), 'isnan')
 
@@ -182,6 +211,141 @@ def less(x, y) -> Tensor: return _binary(x, y, lambda a, b: binary('<', a, b), '
 def less_equal(x, y) -> Tensor: return _binary(x, y, lambda a, b: binary('<=', a, b), 'less_equal')
 def greater(x, y) -> Tensor: return _binary(x, y, lambda a, b: binary('>', a, b), 'greater')
 def greater_equal(x, y) -> Tensor: return _binary(x, y, lambda a, b: binary('>=', a, b), 'greater_equal')
+
+
+def _libm2(name: str) -> Callable[[object, object], Tensor]:
+    """The C math library's two-argument ``name``, with torch's promotion (integers give float32)."""
+    def fn(a, b):
+        dtype = binary('+', a, b).dtype
+        dtype = dtype if dtype.is_float() else float32
+        return call(name, cast(convert(a, dtype), dtype), cast(convert(b, dtype), dtype))
+
+    def op(x, y) -> Tensor:
+        return _binary(x, y, fn, name)
+
+    op.__name__ = op.__qualname__ = name
+    op.__doc__ = f'Elementwise {name}(x, y) (C math library semantics, as torch), with broadcasting.'
+    return op
+
+
+atan2, hypot, copysign = _libm2('atan2'), _libm2('hypot'), _libm2('copysign')
+
+
+def _promoted(a, b):
+    """``a`` and ``b`` in their promoted dtype (torch's rules; a Python scalar takes the tensor's dtype)."""
+    dtype = binary('+', a, b).dtype
+    return cast(convert(a, dtype), dtype), cast(convert(b, dtype), dtype), dtype
+
+
+def _int_divmod(a: Expr, b: Expr):
+    """C's truncated quotient and remainder of integers, defined everywhere: a divisor of 0 gives 0 and 0
+    (torch raises on the CPU; a kernel cannot), and -1 is a negation (INT_MIN / -1 would trap)."""
+    zero, minus_one = binary('==', b, convert(0, b.dtype)), binary('==', b, convert(-1, b.dtype)) \
+        if b.dtype.name.startswith('int') else convert(False, boolean)
+    safe = select(either(zero, minus_one), convert(1, b.dtype), b)
+    q = select(zero, convert(0, a.dtype), select(minus_one, convert(0, a.dtype) - a, a / safe))
+    r = select(zero, convert(0, a.dtype), a - q * b)
+    return q, r
+
+
+def _floor_adjust(r: Expr, b: Expr) -> Expr:
+    """Whether a truncated remainder ``r`` of a division by ``b`` needs the floor's correction."""
+    zero = convert(0, r.dtype)
+    return both(binary('!=', r, zero), binary('!=', binary('<', r, zero), binary('<', b, convert(0, b.dtype))))
+
+
+def fmod(x, y) -> Tensor:
+    """C's remainder, the sign of ``x`` (torch.fmod; Python's %, the sign of ``y``, is remainder)."""
+    def fn(a, b):
+        a, b, dtype = _promoted(a, b)
+        return call('fmod', a, b) if dtype.is_float() else _int_divmod(a, b)[1]
+
+    return _binary(x, y, fn, 'fmod')
+
+
+def remainder(x, y) -> Tensor:
+    """Python's %: the sign of ``y`` (torch.remainder); integer division by zero gives 0."""
+    def fn(a, b):
+        a, b, dtype = _promoted(a, b)
+        r = call('fmod', a, b) if dtype.is_float() else _int_divmod(a, b)[1]
+        return select(_floor_adjust(r, b), r + b, r)
+
+    return _binary(x, y, fn, 'remainder')
+
+
+def floor_divide(x, y) -> Tensor:
+    """Python's //, rounding toward -inf (torch.floor_divide): integers stay integers (exact; a divisor of 0
+    gives 0), floats are computed from fmod as torch does, so x // y and x % y agree."""
+    def fn(a, b):
+        a, b, dtype = _promoted(a, b)
+        if not dtype.is_float():
+            q, r = _int_divmod(a, b)
+            return select(_floor_adjust(r, b), q - convert(1, dtype), q)
+        mod = call('fmod', a, b)
+        div = (a - mod) / b
+        div = select(_floor_adjust(mod, b), div - convert(1.0, dtype), div)
+        floor = call('floor', div)
+        floor = select(binary('>', div - floor, convert(0.5, dtype)), floor + convert(1.0, dtype), floor)
+        zero_b = binary('==', b, convert(0.0, dtype))
+        return select(zero_b, a / b, select(binary('!=', div, convert(0.0, dtype)), floor,
+                                            call('copysign', convert(0.0, dtype), a / b)))
+
+    return _binary(x, y, fn, 'floor_divide')
+
+
+def trunc_divide(x, y) -> Tensor:
+    """Division rounding toward zero (torch.div(..., rounding_mode='trunc')): integers stay integers."""
+    def fn(a, b):
+        a, b, dtype = _promoted(a, b)
+        return call('trunc', a / b) if dtype.is_float() else _int_divmod(a, b)[0]
+
+    return _binary(x, y, fn, 'trunc_divide')
+
+
+def _bitwise(op: str, name: str) -> Callable[[object, object], Tensor]:
+    """Bitwise ``op`` of integers; of bools, the logical one (as torch)."""
+    def fn(a, b):
+        dtype = binary('+', a, b).dtype
+        if dtype.is_float():
+            raise TypeError(f'{name}: not defined for floating-point operands ({dtype.name}), as in torch')
+        if dtype.is_boolean():
+            return binary({'&': '&&', '|': '||', '^': '!='}[op], cast(convert(a), boolean), cast(convert(b), boolean))
+        return binary(op, cast(convert(a, dtype), dtype), cast(convert(b, dtype), dtype))
+
+    def apply(x, y) -> Tensor:
+        return _binary(x, y, fn, name)
+
+    apply.__name__ = apply.__qualname__ = name
+    return apply
+
+
+bitwise_and, bitwise_or, bitwise_xor = _bitwise('&', 'bitwise_and'), _bitwise('|', 'bitwise_or'), \
+    _bitwise('^', 'bitwise_xor')
+
+
+def bitwise_not(x: Tensor) -> Tensor:
+    """~x: every bit flipped (for bools, logical not)."""
+    def fn(a):
+        if a.dtype.is_float():
+            raise TypeError(f'bitwise_not: not defined for {a.dtype.name}, as in torch')
+        if a.dtype.is_boolean():
+            return logical_not(a)
+        ones = -1 if a.dtype.name.startswith('int') else (1 << (8 * a.dtype.nbytes)) - 1
+        return binary('^', a, convert(ones, a.dtype))
+
+    return unary(x, fn, 'bitwise_not')
+
+
+def logaddexp(x, y) -> Tensor:
+    """log(exp(x) + exp(y)) without overflow (equal infinities give themselves, as torch)."""
+    def fn(a, b):
+        dtype = binary('+', a, b).dtype
+        dtype = dtype if dtype.is_float() else float32
+        a, b = cast(convert(a, dtype), dtype), cast(convert(b, dtype), dtype)
+        m = maximum(a, b)
+        return select(binary('==', a, b), a + math.log(2.0), m + call('log1p', call('exp', -call('abs', a - b))))
+
+    return _binary(x, y, fn, 'logaddexp')
 
 
 def logical_and(x, y) -> Tensor:

@@ -1,5 +1,5 @@
 """Reductions over any axes, with keepdim: sum, mean, max, min, prod, any, all; argmax/argmin,
-var/std, cumsum and cumprod."""
+var/std, logsumexp, nansum/nanmean, count_nonzero, cumsum and cumprod."""
 from __future__ import annotations
 
 from typing import Optional, Sequence, Union
@@ -136,6 +136,42 @@ def var(x: Tensor, dims: Axes = None, keepdim: bool = False, correction: int = 1
 
 def std(x: Tensor, dims: Axes = None, keepdim: bool = False, correction: int = 1) -> Tensor:
     return ew.sqrt(var(x, dims, keepdim, correction))
+
+
+def logsumexp(x: Tensor, dims: Axes = None, keepdim: bool = False) -> Tensor:
+    """log(sum(exp(x))) over ``dims``, shifted by the maximum so nothing overflows (an all -inf slice gives
+    -inf, a +inf gives +inf, as torch)."""
+    if not x.dtype.is_float():
+        x = ew.cast_(x, 'float32')
+    xf = ew.cast_(x, 'float32') if x.dtype.name in ('float16', 'bfloat16') else x
+    m = _reduce(xf, dims, True, 'max')
+    shift = ew.where(ew.isinf(m), 0.0, m)  # (-inf - -inf and inf - inf would be NaN)
+    total = ew.log(_reduce(ew.exp(ew.subtract(xf, shift)), dims, True, 'sum'))
+    out = ew.add(total, shift)
+    if not keepdim:
+        from hidet.graph.ops.reshape import squeeze
+
+        out = squeeze(out, normalize_axes('logsumexp', dims, x.ndim))
+    return ew.cast_(out, x.dtype)
+
+
+def nansum(x: Tensor, dims: Axes = None, keepdim: bool = False) -> Tensor:
+    """sum, NaNs counted as zero."""
+    return sum(ew.where(ew.isnan(x), 0, x) if x.dtype.is_float() else x, dims, keepdim)
+
+
+def nanmean(x: Tensor, dims: Axes = None, keepdim: bool = False) -> Tensor:
+    """mean of the elements that are not NaN (NaN where there are none, as torch)."""
+    if not x.dtype.is_float():
+        raise TypeError(f'nanmean needs a floating-point tensor, got {x.dtype}')
+    seen = ew.logical_not_(ew.isnan(x))
+    count = sum(ew.cast_(seen, 'float32'), dims, keepdim)
+    return ew.cast_(ew.divide(nansum(ew.cast_(x, 'float32'), dims, keepdim), count), x.dtype)
+
+
+def count_nonzero(x: Tensor, dims: Axes = None) -> Tensor:
+    """How many elements are not zero, as int64."""
+    return sum(ew.cast_(ew.not_equal(x, 0), 'int64'), dims, False)
 
 
 class CumulativeOp(Operator):

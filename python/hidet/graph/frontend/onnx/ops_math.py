@@ -10,7 +10,7 @@ from hidet.graph.frontend.onnx.utils import OnnxConversionError, value_dtype
 from hidet.graph.ops.arithmetic import BinaryElementwiseOp, unary
 from hidet.graph.tensor import Tensor
 from hidet.ir.dtypes import boolean, float32, float64
-from hidet.ir.expr import binary, call, cast, convert, logical_and, logical_or, maximum, minimum, select
+from hidet.ir.expr import binary, call, cast, convert, logical_or, maximum, minimum, select
 
 
 def _f(a):
@@ -26,22 +26,14 @@ def _ew(ctx, x, fn, name):
 # ---------------------------------------------------------------- unary math
 _HIDET_UNARY = {'Abs': ops.abs, 'Neg': ops.neg, 'Exp': ops.exp, 'Log': ops.log, 'Sqrt': ops.sqrt,
                 'Floor': ops.floor, 'Ceil': ops.ceil, 'Sin': ops.sin, 'Cos': ops.cos, 'Tanh': ops.tanh,
-                'Erf': ops.erf, 'Relu': ops.relu, 'Sigmoid': ops.sigmoid, 'IsNaN': ops.isnan, 'Not': ops.logical_not}
+                'Erf': ops.erf, 'Relu': ops.relu, 'Sigmoid': ops.sigmoid, 'IsNaN': ops.isnan, 'Not': ops.logical_not,
+                'Tan': ops.tan, 'Atan': ops.atan, 'Asin': ops.asin, 'Acos': ops.acos, 'Sinh': ops.sinh,
+                'Cosh': ops.cosh, 'Acosh': ops.acosh, 'Asinh': ops.asinh, 'Atanh': ops.atanh}
 
 
 @register(list(_HIDET_UNARY))
 def hidet_unary(ctx, x):
     return _HIDET_UNARY[ctx.node.op_type](ctx.tensor(x))
-
-
-_MATH_CALLS = {'Tan': 'tan', 'Atan': 'atan', 'Asin': 'asin', 'Acos': 'acos', 'Sinh': 'sinh', 'Cosh': 'cosh',
-               'Acosh': 'acosh', 'Asinh': 'asinh', 'Atanh': 'atanh'}
-
-
-@register(list(_MATH_CALLS))
-def math_call(ctx, x):
-    fn = _MATH_CALLS[ctx.node.op_type]
-    return _ew(ctx, x, lambda a: call(fn, a), fn)
 
 
 @register('Shrink', attrs={'bias': 0.0, 'lambd': 0.5})
@@ -56,23 +48,17 @@ def shrink(ctx, x):
     return unary(ctx.tensor(x), fn, 'shrink')
 
 
-_BITWISE = {'BitwiseAnd': ('&', 'and'), 'BitwiseOr': ('|', 'or'), 'BitwiseXor': ('^', 'xor')}
+_BITWISE = {'BitwiseAnd': ops.bitwise_and, 'BitwiseOr': ops.bitwise_or, 'BitwiseXor': ops.bitwise_xor}
 
 
 @register(list(_BITWISE), since=18)
 def bitwise(ctx, x, y):
-    op, name = _BITWISE[ctx.node.op_type]
-    return BinaryElementwiseOp(ctx.tensor(x), ctx.tensor(y), lambda a, b: binary(op, a, b),
-                               f'bitwise_{name}').get_output(0)
+    return _BITWISE[ctx.node.op_type](ctx.tensor(x), ctx.tensor(y))
 
 
 @register('BitwiseNot', since=18)
 def bitwise_not(ctx, x):
-    def fn(a):  # all bits set: -1 for signed integers, the maximum for unsigned ones
-        ones = -1 if a.dtype.name.startswith('int') else (1 << (8 * a.dtype.nbytes)) - 1
-        return binary('^', a, convert(ones, a.dtype))
-
-    return unary(ctx.tensor(x), fn, 'bitwise_not')
+    return ops.bitwise_not(ctx.tensor(x))
 
 
 @register('Reciprocal')
@@ -238,22 +224,8 @@ def div(ctx, a, b):
 
 @register('Mod', attrs={'fmod': 0})
 def mod(ctx, a, b):
-    x, y = ctx.tensor(a), ctx.tensor(b)
-    if x.dtype.is_float():
-        def rem(p, q):
-            return cast(call('fmod', _f(p), _f(q)), p.dtype)
-    else:
-        def rem(p, q):
-            return p % q  # C's remainder: the dividend's sign
-    if ctx.attrs['fmod']:
-        return BinaryElementwiseOp(x, y, rem, 'fmod').get_output(0)
-
-    def py_mod(p, q):  # the result takes the divisor's sign, as Python's % (numpy.mod)
-        r = rem(p, q)
-        fix = logical_and(binary('!=', r, 0), binary('!=', binary('<', r, 0), binary('<', q, 0)))
-        return select(fix, r + q, r)
-
-    return BinaryElementwiseOp(x, y, py_mod, 'mod').get_output(0)
+    """fmod=1: C's remainder (the dividend's sign); else Python's % (the divisor's sign, as numpy.mod)."""
+    return (ops.fmod if ctx.attrs['fmod'] else ops.remainder)(ctx.tensor(a), ctx.tensor(b))
 
 
 @register('Pow')

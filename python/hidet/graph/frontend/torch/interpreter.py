@@ -56,7 +56,7 @@ class _Unknown:
 
 UNKNOWN = _Unknown()
 _INPLACE_OPERATORS = {operator.iadd, operator.isub, operator.imul, operator.itruediv, operator.ifloordiv,
-                      operator.ipow, operator.iand, operator.ior, operator.imatmul}
+                      operator.imod, operator.ipow, operator.iand, operator.ior, operator.ixor, operator.imatmul}
 
 
 def node_target_name(gm: torch.fx.GraphModule, node: torch.fx.Node) -> str:
@@ -322,6 +322,8 @@ def _is_inplace(node: torch.fx.Node, registry: Registry) -> bool:
     if node.op == 'call_function':
         if node.target in _INPLACE_OPERATORS:
             return True
+        if getattr(node.target, '__module__', None) in ('_operator', 'operator'):
+            return False  # (operator.and_, or_, not_: the underscore only dodges a keyword)
         if node.kwargs.get('inplace') is True:
             return True
         name = getattr(node.target, '__name__', '')

@@ -1,6 +1,7 @@
 """Conversions of torch functions, Python operators and builtins (fx ``call_function`` targets)
 to hidet.ops: elementwise math, comparisons, reductions, shape and indexing ops, creation-like ops.
-The neural-network functions (torch.nn.functional) are in register_nn_functions.py.
+The neural-network functions (torch.nn.functional) are in register_nn_functions.py, elementwise math and
+bitwise logic in register_math_functions.py.
 
 Each conversion takes the fx call's arguments (hidet Tensors where torch had tensors, Python values
 elsewhere) with the torch function's parameter names and defaults, so ``inspect.signature().bind``
@@ -123,9 +124,7 @@ def truediv(input, other, *, out=None):
 def _floor_div(a, b):
     if not is_tensor(a) and not is_tensor(b):
         return a // b
-    q = ops.floor(ops.divide(a, b))
-    ints = all(not is_tensor(v) and isinstance(v, int) or is_tensor(v) and not v.dtype.is_float() for v in (a, b))
-    return ops.cast(q, 'int64') if ints else q
+    return ops.floor_divide(a, b)
 
 
 @register_function(torch.div, torch.divide)
@@ -135,10 +134,7 @@ def torch_div(input, other, *, rounding_mode: Optional[str] = None, out=None):
     if rounding_mode == 'floor':
         return _floor_div(input, other)
     if rounding_mode == 'trunc':
-        q = ops.divide(input, other)
-        q = ops.where(ops.less(q, 0.0), ops.ceil(q), ops.floor(q))
-        ints = all(not is_tensor(v) or not v.dtype.is_float() for v in (input, other))
-        return ops.cast(q, 'int64') if ints else q
+        return ops.trunc_divide(input, other)
     raise ValueError(f'torch.div: unknown rounding_mode {rounding_mode!r}')
 
 
@@ -147,11 +143,11 @@ def floordiv(input, other):
     return _floor_div(input, other)
 
 
-@register_function(operator.mod, torch.remainder, torch.fmod)
+@register_function(operator.mod, torch.remainder)
 def mod(input, other):
     if not is_tensor(input) and not is_tensor(other):
         return input % other
-    return ops.subtract(input, ops.multiply(_floor_div(input, other), other))
+    return ops.remainder(input, other)
 
 
 @register_function(operator.pow, operator.ipow, torch.pow, torch.float_power)
@@ -211,37 +207,6 @@ for _targets, _py, _hidet in (
         ((operator.gt, torch.gt, torch.greater), operator.gt, ops.greater),
         ((operator.ge, torch.ge, torch.greater_equal), operator.ge, ops.greater_equal)):
     register_function(*_targets)(_compare(_py, _hidet))
-
-
-def _logical(py_op, hidet_op):
-    def convert(a, b):
-        if not is_tensor(a) and not is_tensor(b):
-            return py_op(a, b)
-        return hidet_op(a, b)
-
-    return convert
-
-
-register_function(operator.and_, operator.iand, torch.logical_and, torch.bitwise_and)(
-    _logical(operator.and_, ops.logical_and))
-register_function(operator.or_, operator.ior, torch.logical_or, torch.bitwise_or)(
-    _logical(operator.or_, ops.logical_or))
-
-
-@register_function(torch.logical_xor, operator.xor)
-def logical_xor(a, b):
-    if not is_tensor(a) and not is_tensor(b):
-        return a ^ b
-    return ops.not_equal(ops.cast(a, 'bool'), ops.cast(b, 'bool'))
-
-
-@register_function(operator.invert, torch.logical_not, torch.bitwise_not)
-def invert(x):
-    if not is_tensor(x):
-        return ~x
-    if x.dtype.name != 'bool' and not x.dtype.is_float():
-        return ops.subtract(ops.neg(x), 1)  # two's complement ~x for integers
-    return ops.logical_not(x)
 
 
 @register_function(operator.not_)
@@ -318,44 +283,6 @@ def _scalar_like(value, like: Tensor):
 @register_function(torch.isnan)
 def isnan(input: Tensor):
     return ops.isnan(input)
-
-
-# ---------------------------------------------------------------- unary math
-def _unary(fn):
-    def convert(input: Tensor, *, out=None):
-        return fn(input)
-
-    return convert
-
-
-for _targets, _fn in (
-        ((torch.exp,), ops.exp), ((torch.log,), ops.log), ((torch.sqrt,), ops.sqrt), ((torch.rsqrt,), ops.rsqrt),
-        ((torch.sin,), ops.sin), ((torch.cos,), ops.cos), ((torch.tanh, torch.nn.functional.tanh), ops.tanh),
-        ((torch.erf, torch.special.erf), ops.erf), ((torch.floor,), ops.floor), ((torch.ceil,), ops.ceil),
-        ((torch.round,), ops.round), ((torch.abs, torch.absolute, operator.abs), ops.abs),
-        ((torch.sigmoid, torch.nn.functional.sigmoid, torch.special.expit), ops.sigmoid),
-        ((torch.relu, torch.relu_), ops.relu)):
-    register_function(*_targets)(_unary(_fn))
-
-
-@register_function(torch.reciprocal)
-def reciprocal(input: Tensor):
-    return ops.divide(1.0, as_float(input))
-
-
-@register_function(torch.log1p)
-def log1p(input: Tensor):
-    return ops.log(ops.add(as_float(input), 1.0))
-
-
-@register_function(torch.expm1)
-def expm1(input: Tensor):
-    return ops.subtract(ops.exp(input), 1.0)
-
-
-@register_function(torch.sign)
-def sign(input: Tensor):
-    return ops.subtract(ops.cast(ops.greater(input, 0), input.dtype), ops.cast(ops.less(input, 0), input.dtype))
 
 
 # ---------------------------------------------------------------- reductions

@@ -8,6 +8,7 @@ import torch
 from hidet import ops
 from hidet.graph.tensor import Tensor
 from hidet.graph.frontend.torch import register_functions as fn
+from hidet.graph.frontend.torch import register_math_functions as mf
 from hidet.graph.frontend.torch import register_nn_functions as nn_fn
 from hidet.graph.frontend.torch.registry import register_method
 from hidet.graph.frontend.torch.utils import is_tensor, shape_arg, to_hidet_device, to_hidet_dtype, torch_size
@@ -175,7 +176,7 @@ def getitem(self: Tensor, key):
 for _names, _conv in (
         (('add', 'add_', '__add__', '__iadd__'), fn.torch_add), (('sub', 'sub_', 'subtract', '__sub__'), fn.torch_sub),
         (('mul', 'mul_', 'multiply', '__mul__'), fn.mul), (('div', 'div_', 'divide', '__truediv__'), fn.torch_div),
-        (('true_divide',), fn.truediv), (('floor_divide',), fn.floordiv), (('remainder', 'fmod'), fn.mod),
+        (('true_divide',), fn.truediv), (('floor_divide',), fn.floordiv), (('remainder',), fn.mod),
         (('pow', 'pow_', '__pow__'), fn.pow_), (('square',), fn.square),
         (('matmul', 'mm', 'bmm', '__matmul__'), fn.matmul), (('addmm',), fn.addmm),
         (('maximum',), fn.maximum), (('minimum',), fn.minimum),
@@ -214,14 +215,26 @@ for _names, _hidet in ((('eq', 'eq_', '__eq__'), ops.equal), (('ne', 'ne_', 'not
                        (('lt', 'less', '__lt__'), ops.less), (('le', 'less_equal', '__le__'), ops.less_equal),
                        (('gt', 'greater', '__gt__'), ops.greater),
                        (('ge', 'greater_equal', '__ge__'), ops.greater_equal),
-                       (('logical_and', '__and__', 'bitwise_and'), ops.logical_and),
-                       (('logical_or', '__or__', 'bitwise_or'), ops.logical_or)):
+                       (('logical_and',), ops.logical_and), (('logical_or',), ops.logical_or),
+                       (('bitwise_and', '__and__', '__iand__'), ops.bitwise_and),
+                       (('bitwise_or', '__or__', '__ior__'), ops.bitwise_or),
+                       (('bitwise_xor', '__xor__', '__ixor__'), ops.bitwise_xor)):
     register_method(*_names)(lambda self, other, _f=_hidet: _f(self, other))
 
 
-@register_method('logical_not', 'bitwise_not', '__invert__')
+@register_method('logical_not')
 def logical_not(self: Tensor):
-    return fn.invert(self)
+    return ops.logical_not(self)
+
+
+@register_method('bitwise_not', '__invert__')
+def invert(self: Tensor):
+    return ops.bitwise_not(self)
+
+
+@register_method('logical_xor')
+def logical_xor(self: Tensor, other):
+    return mf.logical_xor(self, other)
 
 
 @register_method('where')
@@ -229,17 +242,32 @@ def where(self: Tensor, condition: Tensor, other):
     return fn.where(condition, self, other)
 
 
-# ---------------------------------------------------------------- unary math
+# ---------------------------------------------------------------- unary math (and in-place twins)
 for _names, _hidet in ((('exp', 'exp_'), ops.exp), (('log', 'log_'), ops.log), (('sqrt', 'sqrt_'), ops.sqrt),
                        (('rsqrt', 'rsqrt_'), ops.rsqrt), (('sin', 'sin_'), ops.sin), (('cos', 'cos_'), ops.cos),
-                       (('tanh', 'tanh_'), ops.tanh), (('erf', 'erf_'), ops.erf), (('floor',), ops.floor),
-                       (('ceil',), ops.ceil), (('round',), ops.round), (('abs', 'abs_', '__abs__'), ops.abs),
-                       (('neg', 'neg_', 'negative', '__neg__'), ops.neg), (('sigmoid', 'sigmoid_'), ops.sigmoid),
-                       (('relu', 'relu_'), ops.relu), (('isnan',), ops.isnan)):
+                       (('tanh', 'tanh_'), ops.tanh), (('erf', 'erf_'), ops.erf), (('erfc', 'erfc_'), ops.erfc),
+                       (('floor', 'floor_'), ops.floor), (('ceil', 'ceil_'), ops.ceil), (('round', 'round_'), ops.round),
+                       (('trunc', 'trunc_', 'fix', 'fix_'), ops.trunc), (('abs', 'abs_', 'absolute'), ops.abs),
+                       (('sigmoid', 'sigmoid_'), ops.sigmoid), (('relu', 'relu_'), ops.relu),
+                       (('tan', 'tan_'), ops.tan), (('asin', 'asin_', 'arcsin'), ops.asin),
+                       (('acos', 'acos_', 'arccos'), ops.acos), (('atan', 'atan_', 'arctan'), ops.atan),
+                       (('sinh', 'sinh_'), ops.sinh), (('cosh', 'cosh_'), ops.cosh),
+                       (('asinh', 'asinh_', 'arcsinh'), ops.asinh), (('acosh', 'acosh_', 'arccosh'), ops.acosh),
+                       (('atanh', 'atanh_', 'arctanh'), ops.atanh), (('exp2', 'exp2_'), ops.exp2),
+                       (('expm1', 'expm1_'), ops.expm1), (('log2', 'log2_'), ops.log2), (('log10', 'log10_'), ops.log10),
+                       (('log1p', 'log1p_'), ops.log1p), (('isinf',), ops.isinf), (('isfinite',), ops.isfinite),
+                       (('isnan',), ops.isnan)):
     register_method(*_names)(lambda self, _f=_hidet: _f(self))
+register_method('__abs__')(lambda self: ops.abs(self))
+register_method('neg', 'neg_', 'negative', 'negative_', '__neg__')(lambda self: ops.neg(self))
 
-for _names, _conv in ((('reciprocal', 'reciprocal_'), fn.reciprocal), (('log1p',), fn.log1p),
-                      (('expm1',), fn.expm1), (('sign',), fn.sign)):
+for _names, _conv in ((('reciprocal', 'reciprocal_'), mf.reciprocal), (('sign', 'sign_', 'sgn', 'sgn_'), mf.sign),
+                      (('frac', 'frac_'), mf.frac), (('signbit',), mf.signbit), (('logit', 'logit_'), mf.logit),
+                      (('isposinf',), mf.isposinf), (('isneginf',), mf.isneginf),
+                      (('atan2', 'atan2_', 'arctan2'), mf.atan2), (('hypot', 'hypot_'), mf.hypot),
+                      (('copysign', 'copysign_'), mf.copysign), (('fmod', 'fmod_'), mf.fmod),
+                      (('logaddexp',), mf.logaddexp), (('xlogy', 'xlogy_'), mf.xlogy), (('lerp', 'lerp_'), mf.lerp),
+                      (('addcmul', 'addcmul_'), mf.addcmul), (('addcdiv', 'addcdiv_'), mf.addcdiv)):
     register_method(*_names)(_conv)
 
 
@@ -258,7 +286,8 @@ for _names, _conv in ((('sum',), fn.sum_), (('mean',), fn.mean), (('prod',), fn.
                       (('min',), fn._extreme('min')), (('amax',), fn.amax), (('amin',), fn.amin),
                       (('argmax',), fn.argmax), (('argmin',), fn.argmin), (('any',), fn.any_), (('all',), fn.all_),
                       (('var',), fn.var), (('std',), fn.std), (('cumsum',), fn.cumsum), (('cumprod',), fn.cumprod),
-                      (('norm',), fn.norm)):
+                      (('norm',), fn.norm), (('logsumexp',), mf.logsumexp), (('nansum',), mf.nansum),
+                      (('nanmean',), mf.nanmean), (('count_nonzero',), mf.count_nonzero)):
     register_method(*_names)(_conv)
 
 
