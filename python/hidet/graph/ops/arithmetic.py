@@ -240,8 +240,9 @@ def _promoted(a, b):
 def _int_divmod(a: Expr, b: Expr):
     """C's truncated quotient and remainder of integers, defined everywhere: a divisor of 0 gives 0 and 0
     (torch raises on the CPU; a kernel cannot), and -1 is a negation (INT_MIN / -1 would trap)."""
-    zero, minus_one = binary('==', b, convert(0, b.dtype)), binary('==', b, convert(-1, b.dtype)) \
-        if b.dtype.name.startswith('int') else convert(False, boolean)
+    zero = binary('==', b, convert(0, b.dtype))
+    signed = b.dtype.name.startswith('int')
+    minus_one = binary('==', b, convert(-1, b.dtype)) if signed else convert(False, boolean)
     safe = select(either(zero, minus_one), convert(1, b.dtype), b)
     q = select(zero, convert(0, a.dtype), select(minus_one, convert(0, a.dtype) - a, a / safe))
     r = select(zero, convert(0, a.dtype), a - q * b)
