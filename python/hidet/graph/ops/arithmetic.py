@@ -87,6 +87,8 @@ def floor(x: Tensor) -> Tensor: return unary(x, lambda a: call('floor', a) if a.
 def ceil(x: Tensor) -> Tensor: return unary(x, lambda a: call('ceil', a) if a.dtype.is_float() else a, 'ceil')
 def round(x: Tensor) -> Tensor: return unary(x, lambda a: call('round', a) if a.dtype.is_float() else a, 'round')  # noqa: A001
 def trunc(x: Tensor) -> Tensor: return unary(x, lambda a: call('trunc', a) if a.dtype.is_float() else a, 'trunc')
+def logical_not_(x: Tensor) -> Tensor: return unary(x, lambda a: logical_not(cast(a, boolean)), 'logical_not')
+def isnan(x: Tensor) -> Tensor: return unary(x, lambda a: call('isnan', a, dtype=boolean), 'isnan')
 
 
 def _libm(name: str) -> Callable[[Tensor], Tensor]:
@@ -114,8 +116,6 @@ def isfinite(x: Tensor) -> Tensor:
     """Neither infinite nor NaN (a NaN compares false)."""
     return unary(x, lambda a: binary('<', call('abs', a), convert(float('inf'), a.dtype)) if a.dtype.is_float()
                  else convert(True, boolean), 'isfinite')
-def logical_not_(x: Tensor) -> Tensor: return unary(x, lambda a: logical_not(cast(a, boolean)), 'logical_not')
-def isnan(x: Tensor) -> Tensor: return unary(x, lambda a: call('isnan', a, dtype=boolean), 'isnan')
 
 
 def cast_(x: Tensor, dtype) -> Tensor:
@@ -213,12 +213,19 @@ def greater(x, y) -> Tensor: return _binary(x, y, lambda a, b: binary('>', a, b)
 def greater_equal(x, y) -> Tensor: return _binary(x, y, lambda a, b: binary('>=', a, b), 'greater_equal')
 
 
+def _promoted(a, b, floating: bool = False):
+    """``a`` and ``b`` in their promoted dtype (torch's rules; a Python scalar takes the tensor's dtype;
+    ``floating``: integers promote to float32), and that dtype."""
+    dtype = binary('+', a, b).dtype
+    dtype = float32 if floating and not dtype.is_float() else dtype
+    return cast(convert(a, dtype), dtype), cast(convert(b, dtype), dtype), dtype
+
+
 def _libm2(name: str) -> Callable[[object, object], Tensor]:
     """The C math library's two-argument ``name``, with torch's promotion (integers give float32)."""
     def fn(a, b):
-        dtype = binary('+', a, b).dtype
-        dtype = dtype if dtype.is_float() else float32
-        return call(name, cast(convert(a, dtype), dtype), cast(convert(b, dtype), dtype))
+        a, b, _ = _promoted(a, b, floating=True)
+        return call(name, a, b)
 
     def op(x, y) -> Tensor:
         return _binary(x, y, fn, name)
@@ -231,10 +238,6 @@ def _libm2(name: str) -> Callable[[object, object], Tensor]:
 atan2, hypot, copysign = _libm2('atan2'), _libm2('hypot'), _libm2('copysign')
 
 
-def _promoted(a, b):
-    """``a`` and ``b`` in their promoted dtype (torch's rules; a Python scalar takes the tensor's dtype)."""
-    dtype = binary('+', a, b).dtype
-    return cast(convert(a, dtype), dtype), cast(convert(b, dtype), dtype), dtype
 
 
 def _int_divmod(a: Expr, b: Expr):
@@ -340,9 +343,7 @@ def bitwise_not(x: Tensor) -> Tensor:
 def logaddexp(x, y) -> Tensor:
     """log(exp(x) + exp(y)) without overflow (equal infinities give themselves, as torch)."""
     def fn(a, b):
-        dtype = binary('+', a, b).dtype
-        dtype = dtype if dtype.is_float() else float32
-        a, b = cast(convert(a, dtype), dtype), cast(convert(b, dtype), dtype)
+        a, b, _ = _promoted(a, b, floating=True)
         m = maximum(a, b)
         return select(binary('==', a, b), a + math.log(2.0), m + call('log1p', call('exp', -call('abs', a - b))))
 

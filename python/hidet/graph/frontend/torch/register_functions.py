@@ -280,11 +280,6 @@ def _scalar_like(value, like: Tensor):
     return int(value)
 
 
-@register_function(torch.isnan)
-def isnan(input: Tensor):
-    return ops.isnan(input)
-
-
 # ---------------------------------------------------------------- reductions
 def _sum_dtype(input: Tensor, dtype):
     if dtype is not None:
