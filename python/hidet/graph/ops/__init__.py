@@ -9,6 +9,7 @@ from .arithmetic import (
     subtract, tan, tanh, trunc, trunc_divide, where,
 )
 from .matmul import matmul
+from .einsum import einsum
 from .attention import attention
 from .reduce import (
     all, any, argmax, argmin, count_nonzero, cumprod, cumsum, logsumexp, max, mean, min, nanmean, nansum, prod, std,

@@ -6,7 +6,7 @@ import numpy as np
 
 from hidet.graph import ops
 from hidet.graph.frontend.onnx.registry import register
-from hidet.graph.frontend.onnx.utils import OnnxConversionError, value_dtype
+from hidet.graph.frontend.onnx.utils import value_dtype
 from hidet.graph.ops.arithmetic import BinaryElementwiseOp, unary
 from hidet.graph.tensor import Tensor
 from hidet.ir.dtypes import boolean, float32, float64
@@ -336,84 +336,5 @@ def clip(ctx, x, lo=None, hi=None):
 # ---------------------------------------------------------------- einsum
 @register('Einsum', attrs={'equation': ''})
 def einsum(ctx, *operands):
-    eq = ctx.attrs['equation'].replace(' ', '')
-    tensors = [ctx.tensor(v) for v in operands]
-    lhs, _, rhs = eq.partition('->')
-    terms = lhs.split(',')
-    if len(terms) != len(tensors):
-        raise OnnxConversionError(f'Einsum: equation {eq!r} names {len(terms)} operands, got {len(tensors)}')
-    # '...' becomes fresh upper-case labels, as many as the broadcast dims of each operand
-    ell_rank = max([t.ndim - len(term.replace('...', '')) for term, t in zip(terms, tensors) if '...' in term],
-                   default=0)
-    ell = ''.join(chr(ord('A') + i) for i in range(ell_rank))
-    subs = []
-    for term, t in zip(terms, tensors):
-        if '...' in term:
-            k = t.ndim - len(term.replace('...', ''))
-            term = term.replace('...', ell[ell_rank - k:])
-        if len(term) != t.ndim:
-            raise OnnxConversionError(f'Einsum: term {term!r} does not match an operand of shape {t.shape}')
-        if len(set(term)) != len(term):
-            raise NotImplementedError(f'Einsum: repeated labels in one operand ({term!r}, a diagonal) are not supported')
-        subs.append(term)
-    if '->' not in eq:
-        counts = {}
-        for s in subs:
-            for ch in s:
-                counts[ch] = counts.get(ch, 0) + 1
-        rhs = ell + ''.join(sorted(ch for ch, n in counts.items() if n == 1 and ch not in ell))
-    else:
-        rhs = rhs.replace('...', ell)
-    labels = list(dict.fromkeys(rhs + ''.join(subs)))
-    sizes = {}
-    for s, t in zip(subs, tensors):
-        for ch, n in zip(s, t.shape):
-            if n != 1:
-                sizes[ch] = n
-    # two operands contracting over labels: one batched matmul; otherwise broadcast products and sums
-    if len(tensors) == 2:
-        out = _einsum_matmul(subs, tensors, rhs, sizes)
-        if out is not None:
-            return out
-    aligned = []
-    for s, t in zip(subs, tensors):
-        order = [s.index(ch) for ch in labels if ch in s]
-        t = ops.permute(t, order) if order != list(range(t.ndim)) else t
-        shape = [t.shape[[ch for ch in labels if ch in s].index(ch)] if ch in s else 1 for ch in labels]
-        aligned.append(ops.reshape(t, shape) if tuple(shape) != t.shape else t)
-    prod = aligned[0]
-    for t in aligned[1:]:
-        prod = ops.multiply(prod, t)
-    summed = [i for i, ch in enumerate(labels) if ch not in rhs]
-    out = ops.sum(prod, summed) if summed else prod
-    kept = [ch for ch in labels if ch in rhs]
-    order = [kept.index(ch) for ch in rhs]
-    out = ops.permute(out, order) if order != list(range(len(order))) else out
-    target = [sizes.get(ch, 1) for ch in rhs]
-    return ops.broadcast(out, target) if tuple(target) != out.shape else out
-
-
-def _einsum_matmul(subs, tensors, rhs, sizes):
-    (sa, sb), (a, b) = subs, tensors
-    if any(a.shape[sa.index(ch)] != b.shape[sb.index(ch)] for ch in set(sa) & set(sb)):
-        return None  # a broadcast dim of size 1: leave it to the generic path
-    batch = [ch for ch in rhs if ch in sa and ch in sb]
-    contract = [ch for ch in sa if ch in sb and ch not in rhs]
-    m = [ch for ch in sa if ch not in sb]
-    n = [ch for ch in sb if ch not in sa]
-    if not contract or any(ch not in rhs for ch in m + n):
-        return None
-    pa = ops.permute(a, [sa.index(ch) for ch in batch + m + contract])
-    pb = ops.permute(b, [sb.index(ch) for ch in batch + contract + n])
-
-    def size(chs):
-        return int(np.prod([sizes.get(ch, 1) for ch in chs])) if chs else 1
-
-    bs = [sizes.get(ch, 1) for ch in batch]
-    ma = ops.reshape(pa, bs + [size(m), size(contract)])
-    mb = ops.reshape(pb, bs + [size(contract), size(n)])
-    out = ops.reshape(ops.matmul(ma, mb), bs + [sizes.get(ch, 1) for ch in m + n])
-    cur = batch + m + n
-    order = [cur.index(ch) for ch in rhs]
-    return ops.permute(out, order) if order != list(range(len(order))) else out
+    return ops.einsum(ctx.attrs['equation'], *[ctx.tensor(v) for v in operands])
 

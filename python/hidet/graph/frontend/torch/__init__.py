@@ -14,7 +14,8 @@ from hidet.graph.frontend.torch.registry import (
     HidetModule, Registry, default_registry, register_function, register_method, register_module, target_name,
 )
 from hidet.graph.frontend.torch import (  # noqa: F401  (filling the registry)
-    register_functions, register_math_functions, register_methods, register_modules, register_nn_functions,
+    register_functions, register_linalg_functions, register_math_functions, register_methods, register_modules,
+    register_nn_functions,
 )
 from hidet.graph.frontend.torch.dynamo_config import CompileOptions, DynamoConfig, dynamo_config
 from hidet.graph.frontend.torch.interpreter import Interpreter, UnsupportedOperatorsError

@@ -8,6 +8,7 @@ import torch
 from hidet import ops
 from hidet.graph.tensor import Tensor
 from hidet.graph.frontend.torch import register_functions as fn
+from hidet.graph.frontend.torch import register_linalg_functions as la
 from hidet.graph.frontend.torch import register_math_functions as mf
 from hidet.graph.frontend.torch import register_nn_functions as nn_fn
 from hidet.graph.frontend.torch.registry import register_method
@@ -158,7 +159,12 @@ for _method, _conv in (
         (T.split, fn.split), (T.chunk, fn.chunk), (T.unbind, fn.unbind), (T.tril, fn.tril), (T.triu, fn.triu),
         (T.gather, fn.gather), (T.index_select, fn.index_select), (T.flip, fn.flip), (T.roll, fn.roll),
         (T.repeat_interleave, fn.repeat_interleave), (T.narrow, fn.narrow), (T.select, fn.select),
-        (T.swapaxes, fn.transpose), (T.swapdims, fn.transpose), (T.broadcast_to, fn.broadcast_to)):
+        (T.swapaxes, fn.transpose), (T.swapdims, fn.transpose), (T.broadcast_to, fn.broadcast_to),
+        (T.movedim, la.movedim), (T.moveaxis, la.movedim), (T.diagonal, la._diagonal), (T.diag, la.diag),
+        (T.trace, la.trace), (T.outer, la.outer), (T.ger, la.outer), (T.inner, la.inner), (T.dot, la.inner),
+        (T.vdot, la.inner), (T.mv, la.mv), (T.kron, la.kron), (T.addmv, la.addmv), (T.addbmm, la.addbmm),
+        (T.take_along_dim, la.take_along_dim), (T.tensor_split, la.tensor_split), (T.hsplit, la.hsplit),
+        (T.vsplit, la.vsplit), (T.rot90, la.rot90)):
     register_method(_method)(_conv)
 
 
