@@ -122,7 +122,7 @@ def elu(input: Tensor, alpha=1.0, inplace=False):
 @register_function(*_targets('softplus'))
 def softplus(input: Tensor, beta=1.0, threshold=20.0):
     bx = ops.multiply(input, beta) if beta != 1 else input
-    soft = ops.log(ops.add(ops.exp(ops.minimum(bx, float(threshold))), 1.0))
+    soft = ops.log1p(ops.exp(ops.minimum(bx, float(threshold))))
     soft = ops.divide(soft, beta) if beta != 1 else soft
     return ops.where(ops.greater(bx, float(threshold)), input, soft)
 
@@ -132,10 +132,74 @@ def mish(input: Tensor, inplace=False):
     return ops.multiply(input, ops.tanh(softplus(input)))
 
 
+@register_function(*_targets('selu', 'selu_'))
+def selu(input: Tensor, inplace=False):
+    alpha, scale = 1.6732632423543772, 1.0507009873554805
+    return ops.multiply(elu(input, alpha), scale)
+
+
+@register_function(*_targets('celu', 'celu_'))
+def celu(input: Tensor, alpha=1.0, inplace=False):
+    return ops.where(ops.greater(input, 0.0), input, ops.multiply(ops.expm1(ops.divide(input, alpha)), alpha))
+
+
+@register_function(*_targets('prelu'))
+def prelu(input: Tensor, weight: Tensor):
+    """x where positive, else weight · x, the weight per channel (dimension 1) or one for all."""
+    if weight.ndim == 1 and weight.shape[0] > 1 and input.ndim >= 2:
+        weight = ops.reshape(weight, [weight.shape[0]] + [1] * (input.ndim - 2))
+    return ops.where(ops.greater(input, 0.0), input, ops.multiply(input, weight))
+
+
+@register_function(*_targets('rrelu', 'rrelu_'))
+def rrelu(input: Tensor, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):
+    if training:
+        raise NotImplementedError('F.rrelu with training=True (random slopes) is not supported (inference only)')
+    return ops.leaky_relu(input, (lower + upper) / 2)
+
+
+@register_function(*_targets('logsigmoid'))
+def logsigmoid(input: Tensor):
+    """log(sigmoid(x)) = min(x, 0) - log1p(exp(-|x|)), without overflow."""
+    return ops.subtract(ops.minimum(input, 0.0), ops.log1p(ops.exp(ops.neg(ops.abs(input)))))
+
+
+@register_function(*_targets('softsign'))
+def softsign(input: Tensor):
+    return ops.divide(input, ops.add(ops.abs(input), 1.0))
+
+
+@register_function(*_targets('softshrink'))
+def softshrink(input: Tensor, lambd=0.5):
+    return ops.where(ops.greater(input, lambd), ops.subtract(input, lambd),
+                     ops.where(ops.less(input, -lambd), ops.add(input, lambd), ops.multiply(input, 0.0)))
+
+
+@register_function(*_targets('hardshrink'))
+def hardshrink(input: Tensor, lambd=0.5):
+    inside = ops.logical_and(ops.greater_equal(input, -lambd), ops.less_equal(input, lambd))
+    return ops.where(inside, 0.0, input)  # (a NaN stays NaN, as torch)
+
+
+@register_function(*_targets('tanhshrink'))
+def tanhshrink(input: Tensor):
+    return ops.subtract(input, ops.tanh(input))
+
+
+@register_function(*_targets('threshold', 'threshold_'))
+def threshold(input: Tensor, threshold, value, inplace=False):
+    return ops.where(ops.less_equal(input, threshold), ops.full([], value, input.dtype, input.device), input)
+
+
 @register_function(*_targets('glu'))
 def glu(input: Tensor, dim=-1):
     a, b = ops.split(input, input.shape[dim] // 2, dim)
     return ops.multiply(a, ops.sigmoid(b))
+
+
+@register_function(F.softmin)
+def softmin(input: Tensor, dim=None, _stacklevel=3, dtype=None):
+    return _softmax(ops.softmax, ops.neg(input), dim, dtype)
 
 
 def _softmax(fn, input: Tensor, dim, dtype):
@@ -257,6 +321,31 @@ def adaptive_max_pool2d(input: Tensor, output_size, return_indices=False):
     if return_indices:
         raise NotImplementedError('adaptive_max_pool2d with return_indices=True is not supported')
     return ops.adaptive_max_pool2d(input, output_size)
+
+
+def _as_2d(pool2d, input: Tensor, *args):
+    """A 1-D pooling of [..., L] as the 2-D one of [..., 1, L]."""
+    return ops.squeeze(pool2d(ops.unsqueeze(input, [-2]), *args), [-2])
+
+
+@register_function(*_targets('max_pool1d'))
+def max_pool1d(input: Tensor, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
+               return_indices=False):
+    stride = None if stride is None or (isinstance(stride, (list, tuple)) and not stride) else [1, pair(stride, 1)[0]]
+    return _as_2d(max_pool2d, input, [1, pair(kernel_size, 1)[0]], stride, [0, pair(padding, 1)[0]],
+                  [1, pair(dilation, 1)[0]], ceil_mode, return_indices)
+
+
+@register_function(*_targets('avg_pool1d'))
+def avg_pool1d(input: Tensor, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True):
+    stride = None if stride is None or (isinstance(stride, (list, tuple)) and not stride) else [1, pair(stride, 1)[0]]
+    return _as_2d(avg_pool2d, input, [1, pair(kernel_size, 1)[0]], stride, [0, pair(padding, 1)[0]], ceil_mode,
+                  count_include_pad)
+
+
+@register_function(*_targets('adaptive_max_pool1d'))
+def adaptive_max_pool1d(input: Tensor, output_size, return_indices=False):
+    return _as_2d(adaptive_max_pool2d, input, [1, pair(output_size, 1)[0]], return_indices)
 
 
 @register_function(*_targets('adaptive_avg_pool1d'))
