@@ -132,3 +132,20 @@ def test_more_activations_and_1d_pooling(dtype):
 
     compile_and_compare(f, lambda: torch.randn(2, 4, 7, dtype=dtype), lambda: torch.rand(4, dtype=dtype),
                         lambda: special)
+
+
+def test_sorting():
+    def f(x, r):
+        v, i = torch.sort(x, 1)
+        top = torch.topk(x, 3)
+        return (v, i, *torch.sort(x, 0, descending=True), torch.argsort(x, -1, descending=True), torch.msort(x),
+                top.values, top.indices, *torch.topk(x, 2, dim=0, largest=False), *x.topk(1), *x.sort(stable=True),
+                *torch.sort(r, stable=True), *torch.kthvalue(x, 2, 1), *x.kthvalue(3, 0, keepdim=True),
+                *torch.median(x, 1), torch.median(x), r.median(-1, keepdim=True).values, x.argsort(0))
+
+    def with_nan():
+        x = torch.randn(4, 7)
+        x[1, 3] = float('nan')
+        return x
+
+    compile_and_compare(f, with_nan, lambda: torch.randint(0, 3, (3, 9)))  # (integer rows full of ties)

@@ -10,6 +10,7 @@ from .arithmetic import (
 )
 from .matmul import matmul
 from .einsum import einsum
+from .sort import argsort, kthvalue, median, sort, topk
 from .attention import attention
 from .reduce import (
     all, any, argmax, argmin, count_nonzero, cumprod, cumsum, logsumexp, max, mean, min, nanmean, nansum, prod, std,

@@ -1,5 +1,5 @@
 """Reduction ONNX operators: Reduce{Sum,Mean,Max,Min,Prod,L1,L2,SumSquare,LogSum,LogSumExp},
-ArgMax/ArgMin, CumSum and CumProd."""
+ArgMax/ArgMin, CumSum, CumProd and TopK."""
 from __future__ import annotations
 
 import numpy as np
@@ -114,3 +114,9 @@ def _cumulative(ctx, x, axis, fn):
     x = ctx.tensor(x)
     out = fn(x, int(ctx.scalar(axis, 'axis')) % x.ndim, bool(ctx.attrs['exclusive']), bool(ctx.attrs['reverse']))
     return ops.cast(out, x.dtype) if out.dtype != x.dtype else out
+
+
+@register('TopK', attrs={'axis': -1, 'largest': 1, 'sorted': 1})
+def topk(ctx, x, k):
+    """The k largest (smallest) along axis, with their indices, sorted either way (sorted=0 allows any order)."""
+    return list(ops.topk(ctx.tensor(x), int(ctx.scalar(k, 'k')), ctx.attrs['axis'], bool(ctx.attrs['largest'])))

@@ -1,9 +1,11 @@
 """Conversions of torch's elementwise math (torch.*, torch.special.*, Python operators): unary functions,
-two-argument math, bitwise and logical operators, interpolation and fused multiply-adds, and the reductions
-that go with them (logsumexp, nansum, nanmean, count_nonzero). Each maps onto hidet.ops with torch's dtype
-rules: integer inputs of floating math give float32, 16-bit floats compute in float32 and stay 16-bit."""
+two-argument math, bitwise and logical operators, interpolation and fused multiply-adds, the reductions
+that go with them (logsumexp, nansum, nanmean, count_nonzero), and sorting (sort, argsort, topk, kthvalue,
+median). Each maps onto hidet.ops with torch's dtype rules: integer inputs of floating math give float32,
+16-bit floats compute in float32 and stay 16-bit."""
 import math
 import operator
+from collections import namedtuple
 
 import torch
 
@@ -207,3 +209,39 @@ def nanmean(input: Tensor, dim=None, keepdim=False, *, dtype=None, out=None):
 @register_function(torch.count_nonzero)
 def count_nonzero(input: Tensor, dim=None):
     return ops.count_nonzero(input, dims_arg(dim))
+
+
+# ---------------------------------------------------------------- sorting (by ranks: see hidet.ops.sort)
+SortResult = namedtuple('SortResult', ['values', 'indices'])
+
+
+@register_function(torch.sort)
+def sort(input: Tensor, dim=-1, descending=False, *, stable=False, out=None):
+    return SortResult(*ops.sort(input, dim, descending))  # (always stable)
+
+
+@register_function(torch.argsort)
+def argsort(input: Tensor, dim=-1, descending=False, *, stable=False):
+    return ops.argsort(input, dim, descending)
+
+
+@register_function(torch.msort)
+def msort(input: Tensor, *, out=None):
+    return ops.sort(input, 0)[0]
+
+
+@register_function(torch.topk)
+def topk(input: Tensor, k, dim=-1, largest=True, sorted=True, *, out=None):
+    return SortResult(*ops.topk(input, int(k), dim, largest))  # (sorted either way)
+
+
+@register_function(torch.kthvalue)
+def kthvalue(input: Tensor, k, dim=-1, keepdim=False, *, out=None):
+    return SortResult(*ops.kthvalue(input, int(k), dim, keepdim))
+
+
+@register_function(torch.median)
+def median(input: Tensor, dim=None, keepdim=False, *, out=None):
+    if dim is None:  # the lower median of all elements, without an index
+        return ops.median(ops.reshape(input, [-1]), 0)[0]
+    return SortResult(*ops.median(input, dim, keepdim))

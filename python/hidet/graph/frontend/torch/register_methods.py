@@ -293,7 +293,9 @@ for _names, _conv in ((('sum',), fn.sum_), (('mean',), fn.mean), (('prod',), fn.
                       (('argmax',), fn.argmax), (('argmin',), fn.argmin), (('any',), fn.any_), (('all',), fn.all_),
                       (('var',), fn.var), (('std',), fn.std), (('cumsum',), fn.cumsum), (('cumprod',), fn.cumprod),
                       (('norm',), fn.norm), (('logsumexp',), mf.logsumexp), (('nansum',), mf.nansum),
-                      (('nanmean',), mf.nanmean), (('count_nonzero',), mf.count_nonzero)):
+                      (('nanmean',), mf.nanmean), (('count_nonzero',), mf.count_nonzero), (('sort',), mf.sort),
+                      (('argsort',), mf.argsort), (('msort',), mf.msort), (('topk',), mf.topk),
+                      (('kthvalue',), mf.kthvalue), (('median',), mf.median)):
     register_method(*_names)(_conv)
 
 
