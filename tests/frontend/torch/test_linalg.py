@@ -67,3 +67,16 @@ def test_pixel_shuffle_and_one_hot():
         return y, F.pixel_unshuffle(y, 2), torch.pixel_unshuffle(x, 2), F.one_hot(labels, 5)
 
     compile_and_compare(f, torch.randn(2, 8, 4, 6), torch.randint(0, 5, (3, 4)))
+
+
+def test_scatters():
+    def f(x, idx, src, i):
+        y = x.clone()
+        y.index_copy_(0, i, src[:2])
+        return (torch.scatter(x, 0, idx, src), x.scatter(1, idx[:, :2], 0.5), torch.scatter_add(x, 0, idx, src),
+                x.scatter_reduce(0, idx, src, 'amax', include_self=False), torch.scatter_reduce(x, 0, idx, src, 'mean'),
+                torch.scatter(x, 0, idx, src, reduce='multiply'), y, torch.index_add(x, 0, i, src[:2], alpha=-1),
+                x.index_fill(1, i, 3.0), x.clone().scatter_add_(0, idx, src))
+
+    compile_and_compare(f, torch.randn(4, 6), torch.randint(0, 4, (3, 6)), torch.randn(3, 6),
+                        torch.tensor([3, 1]))

@@ -46,3 +46,4 @@ def test_topk_kthvalue_median(largest, device):
 def test_sort_errors():
     with pytest.raises(ValueError, match='k = 9 is out of range'):
         ops.topk(hidet.randn([2, 8]), 9)
+

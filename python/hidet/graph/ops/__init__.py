@@ -11,6 +11,7 @@ from .arithmetic import (
 from .matmul import matmul
 from .einsum import einsum
 from .sort import argsort, kthvalue, median, sort, topk
+from .scatter import index_add, index_copy, index_fill, scatter_elements, scatter_nd
 from .attention import attention
 from .reduce import (
     all, any, argmax, argmin, count_nonzero, cumprod, cumsum, logsumexp, max, mean, min, nanmean, nansum, prod, std,

@@ -1,4 +1,4 @@
-"""Indexing ONNX operators: Gather, GatherElements, GatherND, OneHot."""
+"""Indexing ONNX operators: Gather, GatherElements, GatherND, OneHot, ScatterElements, ScatterND."""
 from __future__ import annotations
 
 import numpy as np
@@ -35,3 +35,22 @@ def one_hot(ctx, indices, depth, values):
     positions = ctx.tensor(np.arange(n, dtype=np.int64).reshape([-1] + [1] * (idx.ndim - axis)))
     hit = ops.equal(ops.unsqueeze(ops.cast(wrapped, 'int64'), [axis]), positions)
     return ops.where(hit, ctx.constant(on, dtype), ctx.constant(off, dtype))
+
+
+_REDUCTION = {'none': 'none', 'add': 'sum', 'mul': 'prod', 'max': 'amax', 'min': 'amin'}
+
+
+def _check_reduction(a):
+    return None if a['reduction'] in _REDUCTION else f"reduction={a['reduction']!r}"
+
+
+@register('ScatterElements', attrs={'axis': 0, 'reduction': 'none'}, check=_check_reduction)
+def scatter_elements(ctx, data, indices, updates):
+    return ops.scatter_elements(ctx.tensor(data), ctx.attrs['axis'], ctx.tensor(indices), ctx.tensor(updates),
+                                _REDUCTION[ctx.attrs['reduction']])
+
+
+@register('ScatterND', attrs={'reduction': 'none'}, check=_check_reduction)
+def scatter_nd(ctx, data, indices, updates):
+    return ops.scatter_nd(ctx.tensor(data), ctx.tensor(indices), ctx.tensor(updates),
+                          _REDUCTION[ctx.attrs['reduction']])

@@ -2,7 +2,8 @@
 addbmm, diagonal, diag, trace), distances (cdist, F.cosine_similarity, F.pairwise_distance), and the shape
 functions that go with them (movedim, unflatten, hstack/vstack/dstack/column_stack, tensor_split,
 hsplit/vsplit, broadcast_tensors, atleast_nd, rot90, take_along_dim, F.pixel_shuffle/unshuffle,
-F.one_hot), onto hidet.ops."""
+F.one_hot), and scatters (scatter, scatter_add, scatter_reduce, index_copy, index_add, index_fill), onto
+hidet.ops."""
 from typing import List, Sequence
 
 import torch
@@ -326,3 +327,43 @@ def one_hot(tensor: Tensor, num_classes=-1):
     classes = ops.arange(num_classes, device=tensor.device)
     return ops.cast(ops.equal(ops.unsqueeze(tensor, [tensor.ndim]), classes), 'int64')
 
+
+
+# ---------------------------------------------------------------- scatters (see hidet.ops.scatter)
+_REDUCE = {None: 'none', 'add': 'sum', 'multiply': 'prod', 'sum': 'sum', 'prod': 'prod', 'mean': 'mean',
+           'amax': 'amax', 'amin': 'amin'}
+
+
+@register_function(torch.scatter)
+def scatter(input: Tensor, dim, index: Tensor, src=None, value=None, *, reduce=None, out=None):
+    source = src if src is not None else value
+    if reduce not in _REDUCE:
+        raise ValueError(f"scatter: reduce must be 'add' or 'multiply', got {reduce!r}")
+    return ops.scatter_elements(input, dim, index, source, _REDUCE[reduce])
+
+
+@register_function(torch.scatter_add)
+def scatter_add(input: Tensor, dim, index: Tensor, src: Tensor):
+    return ops.scatter_elements(input, dim, index, src, 'sum')
+
+
+@register_function(torch.scatter_reduce)
+def scatter_reduce(input: Tensor, dim, index: Tensor, src: Tensor, reduce, *, include_self=True, out=None):
+    if reduce not in ('sum', 'prod', 'mean', 'amax', 'amin'):
+        raise ValueError(f"scatter_reduce: reduce must be 'sum', 'prod', 'mean', 'amax' or 'amin', got {reduce!r}")
+    return ops.scatter_elements(input, dim, index, src, reduce, include_self)
+
+
+@register_function(torch.index_copy)
+def index_copy(input: Tensor, dim, index: Tensor, source: Tensor):
+    return ops.index_copy(input, dim, index, source)
+
+
+@register_function(torch.index_add)
+def index_add(input: Tensor, dim, index: Tensor, source: Tensor, *, alpha=1, out=None):
+    return ops.index_add(input, dim, index, source, alpha)
+
+
+@register_function(torch.index_fill)
+def index_fill(input: Tensor, dim, index: Tensor, value):
+    return ops.index_fill(input, dim, index, value)

@@ -164,7 +164,11 @@ for _method, _conv in (
         (T.trace, la.trace), (T.outer, la.outer), (T.ger, la.outer), (T.inner, la.inner), (T.dot, la.inner),
         (T.vdot, la.inner), (T.mv, la.mv), (T.kron, la.kron), (T.addmv, la.addmv), (T.addbmm, la.addbmm),
         (T.take_along_dim, la.take_along_dim), (T.tensor_split, la.tensor_split), (T.hsplit, la.hsplit),
-        (T.vsplit, la.vsplit), (T.rot90, la.rot90)):
+        (T.vsplit, la.vsplit), (T.rot90, la.rot90), (T.scatter, la.scatter), (T.scatter_, la.scatter),
+        (T.scatter_add, la.scatter_add), (T.scatter_add_, la.scatter_add), (T.scatter_reduce, la.scatter_reduce),
+        (T.scatter_reduce_, la.scatter_reduce), (T.index_copy, la.index_copy), (T.index_copy_, la.index_copy),
+        (T.index_add, la.index_add), (T.index_add_, la.index_add), (T.index_fill, la.index_fill),
+        (T.index_fill_, la.index_fill)):
     register_method(_method)(_conv)
 
 
