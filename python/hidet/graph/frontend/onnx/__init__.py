@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import importlib
 
-_FAMILIES = ('ops_math', 'ops_nn', 'ops_reduce', 'ops_shape', 'ops_index', 'ops_image', 'ops_attention')
+_FAMILIES = ('ops_math', 'ops_nn', 'ops_reduce', 'ops_shape', 'ops_index', 'ops_image', 'ops_attention',
+             'ops_quant')
 
 
 def _import_onnx():

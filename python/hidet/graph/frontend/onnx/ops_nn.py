@@ -332,3 +332,50 @@ def global_pool(ctx, x):
     if ctx.node.op_type == 'GlobalMaxPool':
         return ops.max(x, axes, keepdim=True)
     return ops.mean(x, axes, keepdim=True)
+
+
+# ---------------------------------------------------------------- losses
+_REDUCTIONS = ('none', 'sum', 'mean')
+
+
+def _check_loss(a):
+    return None if a['reduction'] in _REDUCTIONS else f"reduction={a['reduction']!r}"
+
+
+def _nll(ctx, log_prob, target, weight):
+    """ONNX NegativeLogLikelihoodLoss of log-probabilities [N, C, d...] and classes [N, d...]."""
+    target = ctx.tensor(target)
+    ignore = ctx.attrs['ignore_index']
+    kept = ops.not_equal(target, ignore) if ignore is not None else None
+    cls = ops.where(kept, target, 0) if kept is not None else target  # (an ignored class may lie out of range)
+    picked = ops.squeeze(ops.gather(log_prob, 1, ops.unsqueeze(cls, [1])), [1])
+    w = ops.take(ctx.tensor(weight), cls, 0) if weight is not None else None
+    if kept is not None:
+        w = ops.where(kept, w, 0.0) if w is not None else ops.cast(kept, log_prob.dtype)
+    loss = ops.neg(ops.multiply(picked, w) if w is not None else picked)
+    reduction = ctx.attrs['reduction']
+    if reduction == 'none':
+        return loss
+    total = ops.sum(loss)
+    if reduction == 'sum':
+        return total
+    return ops.divide(total, ops.sum(w)) if w is not None else ops.divide(total, float(_numel(target.shape)))
+
+
+def _numel(shape) -> int:
+    n = 1
+    for s in shape:
+        n *= s
+    return n
+
+
+@register('NegativeLogLikelihoodLoss', attrs={'reduction': 'mean', 'ignore_index': None}, check=_check_loss)
+def negative_log_likelihood_loss(ctx, input, target, weight=None):
+    return _nll(ctx, ctx.tensor(input), target, weight)
+
+
+@register('SoftmaxCrossEntropyLoss', attrs={'reduction': 'mean', 'ignore_index': None}, check=_check_loss)
+def softmax_cross_entropy_loss(ctx, scores, labels, weights=None):
+    """The NLL of log_softmax(scores) over dimension 1; the log-probabilities are the optional second output."""
+    log_prob = ops.log_softmax(ctx.tensor(scores), 1)
+    return [_nll(ctx, log_prob, labels, weights), log_prob]
