@@ -128,7 +128,8 @@ def test_more_activations_and_1d_pooling(dtype):
                 F.softmin(x, 1), F.softplus(x * 30), F.softplus(x, beta=2, threshold=1), F.hardshrink(s),
                 F.softshrink(s), F.threshold(s, 0.5, 9.0), torch.selu(x), torch.celu(x), torch.prelu(x, w),
                 F.max_pool1d(x, 2), F.max_pool1d(x, 3, 2, 1), F.avg_pool1d(x, 3, 1, 1, count_include_pad=False),
-                F.adaptive_max_pool1d(x, 3), torch.max_pool1d(x, 2), torch.avg_pool1d(x, 2))
+                F.adaptive_max_pool1d(x, 3), torch.max_pool1d(x, 2), torch.avg_pool1d(x, 2),
+                F.local_response_norm(x, 3), F.local_response_norm(x, 2, alpha=0.1, beta=0.5, k=2.0))
 
     compile_and_compare(f, lambda: torch.randn(2, 4, 7, dtype=dtype), lambda: torch.rand(4, dtype=dtype),
                         lambda: special)

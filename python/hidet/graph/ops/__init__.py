@@ -17,7 +17,10 @@ from .reduce import (
     all, any, argmax, argmin, count_nonzero, cumprod, cumsum, logsumexp, max, mean, min, nanmean, nansum, prod, std,
     sum, var,
 )
-from .nn import batch_norm, group_norm, layer_norm, log_softmax, rms_norm, scaled_dot_product_attention, softmax
+from .nn import (
+    batch_norm, group_norm, layer_norm, local_response_norm, log_softmax, rms_norm, scaled_dot_product_attention,
+    softmax,
+)
 from .conv import conv1d, conv2d, conv2d_channels_last, conv_transpose2d
 from .pool import adaptive_avg_pool2d, adaptive_max_pool2d, avg_pool2d, max_pool2d
 from .resize import resize2d

@@ -136,6 +136,27 @@ class CausalMaskOp(Operator):
         super().__init__([scores], {}, Task('causal_mask', [a], [compute('y', a.shape, element)]))
 
 
+def local_response_norm(x: Tensor, size: int, alpha: float = 1e-4, beta: float = 0.75, k: float = 1.0,
+                        window: Optional[Sequence[int]] = None) -> Tensor:
+    """x / (k + alpha / size · Σ x²)^beta, the sum over ``size`` channels (dimension 1) around each: ``window``
+    = (before, after) channels, torch's (size // 2, (size - 1) // 2) by default (ONNX's puts the longer side
+    after)."""
+    from hidet.graph.ops.transform import pad, strided_slice
+
+    _require_float('local_response_norm', x)
+    if x.ndim < 3:
+        raise ValueError(f'local_response_norm: expected [batch, channels, ...], got {x.shape}')
+    before, after = window if window is not None else (size // 2, (size - 1) // 2)
+    xf = _upcast(x)
+    sq = pad(ew.multiply(xf, xf), [0, 0] * (x.ndim - 2) + [before, after])  # channels padded with zeros
+    c = x.shape[1]
+    total = strided_slice(sq, [0], [c], axes=[1])
+    for i in range(1, before + after + 1):
+        total = ew.add(total, strided_slice(sq, [i], [i + c], axes=[1]))
+    denom = ew.pow(ew.add(ew.multiply(total, alpha / size), k), beta)
+    return ew.cast_(ew.divide(xf, denom), x.dtype)
+
+
 def scaled_dot_product_attention(q: Tensor, k: Tensor, v: Tensor, attn_mask: Optional[Tensor] = None,
                                  is_causal: bool = False, scale: Optional[float] = None) -> Tensor:
     """softmax(q @ kᵀ · scale + mask) @ v, as torch.nn.functional.scaled_dot_product_attention (inference:

@@ -169,6 +169,15 @@ def swish(ctx, x):
     return _ew(ctx, x, lambda a: a / (1.0 + call('exp', -alpha * a)), 'swish')
 
 
+@register('SwiGLU', since=28, attrs={'alpha': 1.0})
+def swiglu(ctx, a, b):
+    """Swish_alpha(A) · B: the gated activation of Llama-style MLPs."""
+    a, b = ctx.tensor(a), ctx.tensor(b)
+    if a.shape != b.shape:
+        raise ValueError(f'SwiGLU: the gate {a.shape} and the value {b.shape} must have one shape')
+    return ops.multiply(swish(ctx, a), b)
+
+
 @register('PRelu')
 def prelu(ctx, x, slope):
     x = ctx.tensor(x)

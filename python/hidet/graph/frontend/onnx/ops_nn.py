@@ -6,7 +6,7 @@ from typing import List, Optional
 import numpy as np
 
 from hidet.graph import ops
-from hidet.graph.frontend.onnx.registry import register
+from hidet.graph.frontend.onnx.registry import REQUIRED, register
 from hidet.graph.tensor import Tensor
 
 _AUTO_PADS = ('NOTSET', 'SAME_UPPER', 'SAME_LOWER', 'VALID')
@@ -379,3 +379,11 @@ def softmax_cross_entropy_loss(ctx, scores, labels, weights=None):
     """The NLL of log_softmax(scores) over dimension 1; the log-probabilities are the optional second output."""
     log_prob = ops.log_softmax(ctx.tensor(scores), 1)
     return [_nll(ctx, log_prob, labels, weights), log_prob]
+
+
+@register('LRN', attrs={'alpha': 1e-4, 'beta': 0.75, 'bias': 1.0, 'size': REQUIRED})
+def lrn(ctx, x):
+    """x / (bias + alpha / size · Σ x² over the size channels around each)^beta."""
+    size = ctx.attrs['size']
+    return ops.local_response_norm(ctx.tensor(x), size, ctx.attrs['alpha'], ctx.attrs['beta'], ctx.attrs['bias'],
+                                   window=((size - 1) // 2, size // 2))

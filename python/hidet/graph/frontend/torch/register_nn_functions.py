@@ -291,6 +291,11 @@ def normalize(input: Tensor, p=2.0, dim=1, eps=1e-12, out=None):
     return ops.divide(input, ops.maximum(norm(input, p, dim, keepdim=True), eps))
 
 
+@register_function(*_targets('local_response_norm'))
+def local_response_norm(input: Tensor, size: int, alpha=1e-4, beta=0.75, k=1.0):
+    return ops.local_response_norm(input, size, alpha, beta, k)
+
+
 # ---------------------------------------------------------------- pooling
 @register_function(F.max_pool2d, torch.max_pool2d)
 def max_pool2d(input: Tensor, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
