@@ -150,3 +150,34 @@ def test_sorting():
         return x
 
     compile_and_compare(f, with_nan, lambda: torch.randint(0, 3, (3, 9)))  # (integer rows full of ties)
+
+
+def test_modules_in_fx_graphs():
+    """The nn.Module twins of the functions above, as call_module nodes of torch.fx.symbolic_trace graphs."""
+    from torch import nn
+
+    from hidet.graph.frontend.torch import dynamo_backend
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.body = nn.Sequential(nn.SELU(), nn.CELU(0.5), nn.LogSigmoid(), nn.Softsign(), nn.Softshrink(0.2),
+                                      nn.Hardshrink(0.1), nn.Tanhshrink(), nn.Threshold(-0.5, 1.0), nn.RReLU(),
+                                      nn.PReLU(8), nn.Softmin(1), nn.LocalResponseNorm(3), nn.PixelShuffle(2),
+                                      nn.PixelUnshuffle(2))
+            self.pool1d, self.avg1d = nn.MaxPool1d(3, 2, 1), nn.AvgPool1d(2)
+            self.cos, self.dist = nn.CosineSimilarity(dim=1), nn.PairwiseDistance(p=1.0)
+
+        def forward(self, x):
+            y = self.body(x)
+            flat = y.flatten(2)
+            return y, self.pool1d(flat), self.avg1d(flat), self.cos(y, x), self.dist(flat[0], flat[1])
+
+    model = Net().eval()
+    x = torch.randn(2, 8, 4, 6)
+    gm = torch.fx.symbolic_trace(model)
+    assert {type(m).__name__ for m in gm.modules()} >= {'SELU', 'PReLU', 'PixelShuffle', 'CosineSimilarity'}
+    compiled = dynamo_backend.hidet_backend(gm, [x])
+    with torch.no_grad():
+        for got, want in zip(compiled(x), model(x)):
+            torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-5)

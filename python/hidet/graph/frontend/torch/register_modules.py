@@ -5,6 +5,7 @@ function conversions."""
 from torch import nn
 
 from hidet import ops
+from hidet.graph.frontend.torch import register_linalg_functions as la
 from hidet.graph.frontend.torch import register_nn_functions as F
 from hidet.graph.frontend.torch.registry import HidetModule, register_module
 
@@ -102,7 +103,16 @@ for _cls, _fn in ((nn.ReLU, lambda m, x: ops.relu(x)), (nn.ReLU6, lambda m, x: o
                   (nn.ELU, lambda m, x: F.elu(x, m.alpha)), (nn.Mish, lambda m, x: F.mish(x)),
                   (nn.Softplus, lambda m, x: F.softplus(x, m.beta, m.threshold)),
                   (nn.Softmax, lambda m, x: F.softmax(x, m.dim)), (nn.LogSoftmax, lambda m, x: F.log_softmax(x, m.dim)),
-                  (nn.GLU, lambda m, x: F.glu(x, m.dim))):
+                  (nn.GLU, lambda m, x: F.glu(x, m.dim)), (nn.SELU, lambda m, x: F.selu(x)),
+                  (nn.CELU, lambda m, x: F.celu(x, m.alpha)), (nn.LogSigmoid, lambda m, x: F.logsigmoid(x)),
+                  (nn.Softsign, lambda m, x: F.softsign(x)), (nn.Softshrink, lambda m, x: F.softshrink(x, m.lambd)),
+                  (nn.Hardshrink, lambda m, x: F.hardshrink(x, m.lambd)), (nn.Tanhshrink, lambda m, x: F.tanhshrink(x)),
+                  (nn.Threshold, lambda m, x: F.threshold(x, m.threshold, m.value)),
+                  (nn.RReLU, lambda m, x: F.rrelu(x, m.lower, m.upper, m.training)),
+                  (nn.Softmin, lambda m, x: F.softmin(x, m.dim)),
+                  (nn.LocalResponseNorm, lambda m, x: F.local_response_norm(x, m.size, m.alpha, m.beta, m.k)),
+                  (nn.PixelShuffle, lambda m, x: la.pixel_shuffle(x, m.upscale_factor)),
+                  (nn.PixelUnshuffle, lambda m, x: la.pixel_unshuffle(x, m.downscale_factor))):
     _conv = _activation(_fn)
     _conv.__name__ = _conv.__qualname__ = f'Hidet{_cls.__name__}'
     register_module(_cls)(_conv)
@@ -131,6 +141,38 @@ class HidetUnflatten(HidetModule):
         from hidet.graph.frontend.torch.register_methods import unflatten
 
         return unflatten(x, self.mod.dim, self.mod.unflattened_size)
+
+
+@register_module(nn.PReLU)
+class HidetPReLU(HidetModule):
+    def __call__(self, x):
+        return F.prelu(x, self.param('weight'))
+
+
+@register_module(nn.MaxPool1d)
+class HidetMaxPool1d(HidetModule):
+    def __call__(self, x):
+        m = self.mod
+        return F.max_pool1d(x, m.kernel_size, m.stride, m.padding, m.dilation, m.ceil_mode, m.return_indices)
+
+
+@register_module(nn.AvgPool1d)
+class HidetAvgPool1d(HidetModule):
+    def __call__(self, x):
+        m = self.mod
+        return F.avg_pool1d(x, m.kernel_size, m.stride, m.padding, m.ceil_mode, m.count_include_pad)
+
+
+@register_module(nn.CosineSimilarity)
+class HidetCosineSimilarity(HidetModule):
+    def __call__(self, x1, x2):
+        return la.cosine_similarity(x1, x2, self.mod.dim, self.mod.eps)
+
+
+@register_module(nn.PairwiseDistance)
+class HidetPairwiseDistance(HidetModule):
+    def __call__(self, x1, x2):
+        return la.pairwise_distance(x1, x2, self.mod.norm, self.mod.eps, self.mod.keepdim)
 
 
 @register_module(nn.MaxPool2d)
