@@ -69,6 +69,7 @@ def test_pixel_shuffle_and_one_hot():
     compile_and_compare(f, torch.randn(2, 8, 4, 6), torch.randint(0, 5, (3, 4)))
 
 
+@pytest.mark.filterwarnings('ignore:The reduce argument of torch.scatter')  # (torch's own deprecation)
 def test_scatters():
     def f(x, idx, src, i):
         y = x.clone()
