@@ -81,3 +81,12 @@ def test_scatters():
 
     compile_and_compare(f, torch.randn(4, 6), torch.randint(0, 4, (3, 6)), torch.randn(3, 6),
                         torch.tensor([3, 1]))
+
+
+def test_spatial_transformer():
+    def f(x, theta):
+        grid = F.affine_grid(theta, list(x.shape), align_corners=False)
+        return (F.grid_sample(x, grid, align_corners=False),
+                F.grid_sample(x, grid * 1.5, 'nearest', 'reflection', align_corners=True))
+
+    compile_and_compare(f, torch.randn(2, 3, 8, 6), torch.randn(2, 2, 3))

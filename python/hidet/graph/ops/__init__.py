@@ -30,4 +30,5 @@ from .transform import (
     broadcast, cat, concat, flip, pad, permute, repeat, split, stack, strided_slice, tile, transpose, tril, triu,
 )
 from .interpolate import resize
+from .grid_sample import affine_grid, grid_sample
 from .creation import arange, full

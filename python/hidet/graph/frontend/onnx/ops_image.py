@@ -1,4 +1,5 @@
-"""Image ONNX operators: Resize (through hidet.ops.resize, ONNX's coordinate rules on any axes)."""
+"""Image ONNX operators: Resize (through hidet.ops.resize, ONNX's coordinate rules on any axes), GridSample and
+AffineGrid (2-D)."""
 from __future__ import annotations
 
 from typing import Optional
@@ -74,3 +75,28 @@ def resize(ctx, x, roi=None, scales=None, sizes=None):
             full_roi[d], full_roi[d + nd] = r[i], r[i + k]
     return ops.resize(x, out_sizes, out_scales, a['mode'], a['coordinate_transformation_mode'], a['nearest_mode'],
                       a['cubic_coeff_a'], bool(a['exclude_outside']), a['extrapolation_value'], full_roi)
+
+
+_SAMPLING = {'bilinear': 'bilinear', 'linear': 'bilinear', 'nearest': 'nearest'}
+
+
+def _check_grid_sample(a):
+    if a['mode'] not in _SAMPLING:
+        return f"mode={a['mode']!r}"
+    return None if a['padding_mode'] in ('zeros', 'border', 'reflection') else f"padding_mode={a['padding_mode']!r}"
+
+
+@register('GridSample', since=16, attrs={'align_corners': 0, 'mode': 'bilinear', 'padding_mode': 'zeros'},
+          check=_check_grid_sample)
+def grid_sample(ctx, x, grid):
+    """2-D GridSample (opset 16's bilinear, opset 20's linear, nearest)."""
+    return ops.grid_sample(ctx.tensor(x), ctx.tensor(grid), _SAMPLING[ctx.attrs['mode']], ctx.attrs['padding_mode'],
+                           bool(ctx.attrs['align_corners']))
+
+
+@register('AffineGrid', since=20, attrs={'align_corners': 0})
+def affine_grid(ctx, theta, size):
+    shape = ctx.static_ints(size, 'size')
+    if len(shape) != 4:
+        raise NotImplementedError(f'AffineGrid: only 2-D grids (size [N, C, H, W]) are supported, got {shape}')
+    return ops.affine_grid(ctx.tensor(theta), shape, bool(ctx.attrs['align_corners']))

@@ -496,3 +496,16 @@ if hasattr(torch, '_native_multi_head_attention'):
         merged = _merge_masks(attn, padding, b, num_head, l_, s) if mask is not None else None
         out, weights = _attention(q, k, v, num_head, merged, need_weights, average_attn_weights)
         return linear(out, proj_weight, proj_bias), weights
+
+
+# ---------------------------------------------------------------- sampling
+@register_function(F.grid_sample)
+def grid_sample(input: Tensor, grid: Tensor, mode='bilinear', padding_mode='zeros', align_corners=None):
+    return ops.grid_sample(input, grid, mode, padding_mode, bool(align_corners))
+
+
+@register_function(F.affine_grid)
+def affine_grid(theta: Tensor, size, align_corners=None):
+    if len(size) != 4:
+        raise NotImplementedError(f'F.affine_grid: only 2-D grids (size [N, C, H, W]) are supported, got {list(size)}')
+    return ops.affine_grid(theta, size, bool(align_corners))
