@@ -36,7 +36,8 @@ def einsum(equation: str, *operands: Tensor) -> Tensor:
         if len(term) != t.ndim:
             raise ValueError(f'einsum: term {term!r} does not match an operand of shape {t.shape}')
         if len(set(term)) != len(term):
-            raise NotImplementedError(f'einsum: repeated labels in one operand ({term!r}, a diagonal) are not supported')
+            raise NotImplementedError(f'einsum: repeated labels in one operand ({term!r}, a diagonal) are not '
+                                      'supported')
         subs.append(term)
     if '->' not in eq:
         counts = {}

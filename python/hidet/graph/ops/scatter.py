@@ -106,15 +106,12 @@ def scatter_elements(data: Tensor, axis: int, index: Tensor, src, reduce: str = 
         at = _clamped(p, limits, axis, j)
         return logical_and(_within(p, limits, axis), _names(ind[at], p[axis], extent)), s[at]
 
-    def reduced(kind):
-        return _ScatterOp([index, src], [ind, s], data.shape, m, entries, kind, f'scatter_{kind}',
-                          {'axis': axis}).get_output(0)
-
     if reduce == 'none':
         match = _ScatterOp([index], [ind], data.shape, m, lambda p, j: entries(p, j)[:1] + (None,), 'none',
                            'scatter_match', {'axis': axis}).get_output(0)
         return _take_matched(data, src, match, axis)
-    total = reduced(reduce)
+    total = _ScatterOp([index, src], [ind, s], data.shape, m, entries, reduce, f'scatter_{reduce}',
+                       {'axis': axis}).get_output(0)
     return _combine(data, total, reduce, include_self, lambda: _ScatterOp(
         [index], [ind], data.shape, m, lambda p, j: (entries(p, j)[0], _count(entries(p, j)[0])), 'sum',
         'scatter_count', {'axis': axis}).get_output(0))
@@ -128,14 +125,14 @@ class _TakeMatchedOp(Operator):
 
         def element(*p):
             j = mt[p]
-            at = tuple(cast(maximum0(j), p[axis].dtype) if k == axis else p[k] for k in range(len(p)))
+            at = tuple(cast(_at_least_zero(j), p[axis].dtype) if k == axis else p[k] for k in range(len(p)))
             return select(binary('>=', j, convert(0, int64)), cast(s[at], d.dtype), d[p])
 
         super().__init__([data, src, match], {'axis': axis},
                          Task('scatter_take', [d, s, mt], [compute('y', d.shape, element)]))
 
 
-def maximum0(j: Expr) -> Expr:
+def _at_least_zero(j: Expr) -> Expr:
     return select(binary('<', j, convert(0, int64)), convert(0, int64), j)
 
 
@@ -204,7 +201,8 @@ class _TakeMatchedNdOp(Operator):
 
         def element(*p):
             j = mt[p]
-            return select(binary('>=', j, convert(0, int64)), cast(u[(maximum0(j),) + tuple(p[k:])], d.dtype), d[p])
+            taken = cast(u[(_at_least_zero(j),) + tuple(p[k:])], d.dtype)
+            return select(binary('>=', j, convert(0, int64)), taken, d[p])
 
         super().__init__([data, updates, match], {'k': k},
                          Task('scatter_nd_take', [d, u, mt], [compute('y', d.shape, element)]))

@@ -256,7 +256,8 @@ def where(self: Tensor, condition: Tensor, other):
 for _names, _hidet in ((('exp', 'exp_'), ops.exp), (('log', 'log_'), ops.log), (('sqrt', 'sqrt_'), ops.sqrt),
                        (('rsqrt', 'rsqrt_'), ops.rsqrt), (('sin', 'sin_'), ops.sin), (('cos', 'cos_'), ops.cos),
                        (('tanh', 'tanh_'), ops.tanh), (('erf', 'erf_'), ops.erf), (('erfc', 'erfc_'), ops.erfc),
-                       (('floor', 'floor_'), ops.floor), (('ceil', 'ceil_'), ops.ceil), (('round', 'round_'), ops.round),
+                       (('floor', 'floor_'), ops.floor), (('ceil', 'ceil_'), ops.ceil),
+                       (('round', 'round_'), ops.round),
                        (('trunc', 'trunc_', 'fix', 'fix_'), ops.trunc), (('abs', 'abs_', 'absolute'), ops.abs),
                        (('sigmoid', 'sigmoid_'), ops.sigmoid), (('relu', 'relu_'), ops.relu),
                        (('tan', 'tan_'), ops.tan), (('asin', 'asin_', 'arcsin'), ops.asin),
@@ -264,7 +265,8 @@ for _names, _hidet in ((('exp', 'exp_'), ops.exp), (('log', 'log_'), ops.log), (
                        (('sinh', 'sinh_'), ops.sinh), (('cosh', 'cosh_'), ops.cosh),
                        (('asinh', 'asinh_', 'arcsinh'), ops.asinh), (('acosh', 'acosh_', 'arccosh'), ops.acosh),
                        (('atanh', 'atanh_', 'arctanh'), ops.atanh), (('exp2', 'exp2_'), ops.exp2),
-                       (('expm1', 'expm1_'), ops.expm1), (('log2', 'log2_'), ops.log2), (('log10', 'log10_'), ops.log10),
+                       (('expm1', 'expm1_'), ops.expm1), (('log2', 'log2_'), ops.log2),
+                       (('log10', 'log10_'), ops.log10),
                        (('log1p', 'log1p_'), ops.log1p), (('isinf',), ops.isinf), (('isfinite',), ops.isfinite),
                        (('isnan',), ops.isnan)):
     register_method(*_names)(lambda self, _f=_hidet: _f(self))
