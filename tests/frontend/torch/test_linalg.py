@@ -42,7 +42,8 @@ def test_distances():
     def f(a, b, c):
         return (torch.cdist(a, b), torch.cdist(a, b, p=1), torch.cdist(a, b, p=float('inf')), torch.cdist(a, b, p=3),
                 F.cosine_similarity(a, b[:, :4], dim=-1), torch.cosine_similarity(c, c.flip(0), dim=0),
-                F.pairwise_distance(a, b[:, :4]), F.pairwise_distance(a, b[:, :4], p=1, keepdim=True))
+                F.pairwise_distance(a, b[:, :4]), F.pairwise_distance(a, b[:, :4], p=1, keepdim=True),
+                torch.cdist(a, b, p=0), torch.linalg.vector_norm(torch.relu(a), 0, -1))
 
     compile_and_compare(f, torch.randn(2, 4, 6), torch.randn(2, 5, 6), torch.randn(3, 4))
 

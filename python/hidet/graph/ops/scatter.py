@@ -16,7 +16,7 @@ from typing import List, Sequence
 from hidet.graph.operator import Operator
 from hidet.graph.ops import arithmetic as ew
 from hidet.graph.ops.utils import input_node, normalize_axis
-from hidet.graph.tensor import Tensor
+from hidet.graph.tensor import Tensor, _numel
 from hidet.ir.compute import compute, default_acc_dtype, reduce
 from hidet.ir.dtypes import boolean, int64
 from hidet.ir.expr import Expr, binary, cast, convert, logical_and, minimum, select
@@ -165,9 +165,7 @@ def scatter_nd(data: Tensor, indices: Tensor, updates: Tensor, reduce: str = 'no
         raise ValueError(f"scatter_nd: reduce must be one of {REDUCTIONS}, got {reduce!r}")
     k = indices.shape[-1]
     lead = list(indices.shape[:-1])
-    mcount = 1
-    for s in lead:
-        mcount *= s
+    mcount = _numel(lead)
     if k > data.ndim or list(updates.shape) != lead + list(data.shape[k:]):
         raise ValueError(f'scatter_nd: updates {updates.shape} must be indices {indices.shape} without its last '
                          f'dimension followed by data {data.shape} past its first {k}')

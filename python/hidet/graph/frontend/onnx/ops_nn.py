@@ -7,7 +7,7 @@ import numpy as np
 
 from hidet.graph import ops
 from hidet.graph.frontend.onnx.registry import REQUIRED, register
-from hidet.graph.tensor import Tensor
+from hidet.graph.tensor import Tensor, _numel
 
 _AUTO_PADS = ('NOTSET', 'SAME_UPPER', 'SAME_LOWER', 'VALID')
 
@@ -360,13 +360,6 @@ def _nll(ctx, log_prob, target, weight):
     if reduction == 'sum':
         return total
     return ops.divide(total, ops.sum(w)) if w is not None else ops.divide(total, float(_numel(target.shape)))
-
-
-def _numel(shape) -> int:
-    n = 1
-    for s in shape:
-        n *= s
-    return n
 
 
 @register('NegativeLogLikelihoodLoss', attrs={'reduction': 'mean', 'ignore_index': None}, check=_check_loss)

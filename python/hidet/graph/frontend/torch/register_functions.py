@@ -393,6 +393,8 @@ def norm(input: Tensor, p=2, dim=None, keepdim=False, *, dtype=None, out=None):
         return ops.sum(ops.abs(x), dims_arg(dim), keepdim)
     if p == float('inf'):
         return ops.max(ops.abs(x), dims_arg(dim), keepdim)
+    if p == 0:  # how many elements are not zero
+        return ops.sum(ops.cast(ops.not_equal(x, 0), x.dtype), dims_arg(dim), keepdim)
     return ops.pow(ops.sum(ops.pow(ops.abs(x), float(p)), dims_arg(dim), keepdim), 1.0 / p)
 
 

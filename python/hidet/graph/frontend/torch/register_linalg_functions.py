@@ -4,16 +4,17 @@ functions that go with them (movedim, unflatten, hstack/vstack/dstack/column_sta
 hsplit/vsplit, broadcast_tensors, atleast_nd, rot90, take_along_dim, F.pixel_shuffle/unshuffle,
 F.one_hot), and scatters (scatter, scatter_add, scatter_reduce, index_copy, index_add, index_fill), onto
 hidet.ops."""
-from typing import List, Sequence
+from typing import List
 
 import torch
 import torch.nn.functional as F
 
 from hidet import ops
+from hidet.graph.frontend.torch.register_functions import norm
 from hidet.graph.frontend.torch.registry import register_function
 from hidet.graph.frontend.torch.utils import as_float, dims_arg
 from hidet.graph.ops.utils import broadcast_shapes, normalize_axis
-from hidet.graph.tensor import Tensor
+from hidet.graph.tensor import Tensor, _numel
 
 
 # ---------------------------------------------------------------- products
@@ -77,13 +78,6 @@ def tensordot(a: Tensor, b: Tensor, dims=2, out=None):
     return ops.reshape(ops.matmul(ma, mb), [a.shape[d] for d in free_a] + [b.shape[d] for d in free_b])
 
 
-def _numel(dims: Sequence[int]) -> int:
-    n = 1
-    for d in dims:
-        n *= d
-    return n
-
-
 @register_function(torch.kron)
 def kron(input: Tensor, other: Tensor, *, out=None):
     """Every element of ``input`` times all of ``other``: dimension d of size n_d · m_d."""
@@ -134,29 +128,17 @@ def trace(input: Tensor):
 
 
 # ---------------------------------------------------------------- distances
-def _p_norm(x: Tensor, p: float, dim: int, keepdim: bool = False) -> Tensor:
-    if p == 2:
-        return ops.sqrt(ops.sum(ops.multiply(x, x), [dim], keepdim))
-    if p == 1:
-        return ops.sum(ops.abs(x), [dim], keepdim)
-    if p == float('inf'):
-        return ops.max(ops.abs(x), [dim], keepdim)
-    if p == 0:
-        return ops.sum(ops.cast(ops.not_equal(x, 0), x.dtype), [dim], keepdim)
-    return ops.pow(ops.sum(ops.pow(ops.abs(x), float(p)), [dim], keepdim), 1.0 / p)
-
-
 @register_function(torch.cdist)
 def cdist(x1: Tensor, x2: Tensor, p=2.0, compute_mode='use_mm_for_euclid_dist_if_necessary'):
     """p-norm distances between the rows of x1 [..., P, M] and of x2 [..., R, M]: [..., P, R] (from the
     differences, as torch for small inputs)."""
     diff = ops.subtract(ops.unsqueeze(as_float(x1), [-2]), ops.unsqueeze(as_float(x2), [-3]))
-    return _p_norm(diff, p, -1)
+    return norm(diff, p, -1)
 
 
 @register_function(F.pairwise_distance, torch.pairwise_distance)
 def pairwise_distance(x1: Tensor, x2: Tensor, p=2.0, eps=1e-6, keepdim=False):
-    return _p_norm(ops.add(ops.subtract(x1, x2), eps), p, -1, keepdim)
+    return norm(ops.add(ops.subtract(x1, x2), eps), p, -1, keepdim)
 
 
 @register_function(F.cosine_similarity, torch.cosine_similarity)

@@ -89,29 +89,18 @@ def ndtr(input: Tensor):
 
 
 # ---------------------------------------------------------------- two-argument math
-@register_function(torch.atan2, torch.arctan2)
-def atan2(input, other):
-    return ops.atan2(input, other)
+def _two_argument(fn):
+    def convert(input, other):
+        return fn(input, other)
+
+    return convert
 
 
-@register_function(torch.hypot)
-def hypot(input, other):
-    return ops.hypot(input, other)
-
-
-@register_function(torch.copysign)
-def copysign(input, other):
-    return ops.copysign(input, other)
-
-
-@register_function(torch.fmod)
-def fmod(input, other):
-    return ops.fmod(input, other)
-
-
-@register_function(torch.logaddexp)
-def logaddexp(input, other):
-    return ops.logaddexp(input, other)
+atan2, hypot, copysign, fmod, logaddexp = (_two_argument(f) for f in (ops.atan2, ops.hypot, ops.copysign, ops.fmod,
+                                                                       ops.logaddexp))
+for _targets, _conv in (((torch.atan2, torch.arctan2), atan2), ((torch.hypot,), hypot),
+                        ((torch.copysign,), copysign), ((torch.fmod,), fmod), ((torch.logaddexp,), logaddexp)):
+    register_function(*_targets)(_conv)
 
 
 @register_function(torch.xlogy, torch.special.xlogy)

@@ -149,13 +149,6 @@ class HidetPReLU(HidetModule):
         return F.prelu(x, self.param('weight'))
 
 
-@register_module(nn.MaxPool1d)
-class HidetMaxPool1d(HidetModule):
-    def __call__(self, x):
-        m = self.mod
-        return F.max_pool1d(x, m.kernel_size, m.stride, m.padding, m.dilation, m.ceil_mode, m.return_indices)
-
-
 @register_module(nn.AvgPool1d)
 class HidetAvgPool1d(HidetModule):
     def __call__(self, x):
@@ -175,11 +168,12 @@ class HidetPairwiseDistance(HidetModule):
         return la.pairwise_distance(x1, x2, self.mod.norm, self.mod.eps, self.mod.keepdim)
 
 
-@register_module(nn.MaxPool2d)
-class HidetMaxPool2d(HidetModule):
+@register_module(nn.MaxPool1d, nn.MaxPool2d)
+class HidetMaxPool(HidetModule):
     def __call__(self, x):
         m = self.mod
-        return F.max_pool2d(x, m.kernel_size, m.stride, m.padding, m.dilation, m.ceil_mode, m.return_indices)
+        pool = F.max_pool2d if isinstance(m, nn.MaxPool2d) else F.max_pool1d
+        return pool(x, m.kernel_size, m.stride, m.padding, m.dilation, m.ceil_mode, m.return_indices)
 
 
 @register_module(nn.AvgPool2d)
