@@ -115,6 +115,19 @@ def test_pooling(dtype, device):
     check(ops.adaptive_avg_pool2d(H(x), 1), F.adaptive_avg_pool2d(x, 1))
 
 
+@pytest.mark.parametrize('dtype', ['float16', 'bfloat16'])
+def test_average_pooling_sums_past_the_dtype_range(dtype, device):
+    """A window's sum can overflow float16 where its average does not (resnet50's final 7x7 pool averages
+    values near 2,000 with real batch-norm statistics): the sum stays in float32 until divided."""
+    x = (torch.rand(2, 4, 7, 7) * 2000 + 1500).to(getattr(torch, dtype)).to(device)
+    for actual, expected in [(ops.adaptive_avg_pool2d(H(x), 1), F.adaptive_avg_pool2d(x, 1)),
+                             (ops.avg_pool2d(H(x), 7), F.avg_pool2d(x, 7)),
+                             (ops.avg_pool2d(H(x), 5, 2, 2, count_include_pad=False),
+                              F.avg_pool2d(x, 5, 2, 2, count_include_pad=False))]:
+        assert actual.torch().isfinite().all()
+        check(actual, expected)
+
+
 @pytest.mark.parametrize('mode,align', [('nearest', None), ('bilinear', False), ('bilinear', True)])
 def test_resize(mode, align, device):
     x = rand([2, 3, 5, 7], 'float32', device)

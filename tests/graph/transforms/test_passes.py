@@ -6,6 +6,7 @@ import torch
 
 import hidet
 from hidet import ops
+from hidet.graph.tensor import _host_values
 from hidet.graph.transforms import (EliminateCommonSubexpressions, FoldConstants, FoldConvBatchNorm, FuseOperators,
                                     PassContext, SimplifyTransforms)
 
@@ -88,6 +89,32 @@ def test_fold_conv_batch_norm():
     assert _names(folded) == ['Conv2d', 'Add', 'Relu']
     _same(g, folded, [1, 3, 6, 6])
     assert _names(hidet.graph.optimize(hidet.trace_from(y, [x]))) == ['Fused[Conv2d, Add, Relu]']
+
+
+def test_fold_conv_batch_norm_keeps_scales_past_the_dtype_range():
+    """Two float16 scales of 300 fold into weights of ~9e4, past float16's 65504: the chain is kept."""
+    x = hidet.symbol([1, 3, 6, 6], dtype='float16')
+    w = hidet.from_torch(torch.rand(4, 3, 3, 3).half() + 0.5)
+    scale = hidet.from_torch(torch.full([4, 1, 1], 300.0).half())
+    y = ops.conv2d(x, w, padding=1) * scale * scale
+    g = hidet.trace_from(y, [x])
+    folded = FoldConvBatchNorm()(g, PassContext())
+    assert _names(folded) == _names(g)
+    xv = hidet.from_torch(torch.rand(1, 3, 6, 6).half() * 1e-3)
+    assert folded(xv).torch().isfinite().all()
+
+
+def test_precision_conversion_saturates_constants():
+    """A float32 mask of -1e9 cast to float16 becomes -65504, not -inf; infinities stay infinite."""
+    x = hidet.symbol([2, 4])
+    mask = hidet.from_torch(torch.tensor([[0.0, -1e9, 0.0, -float('inf')]]))
+    g = hidet.trace_from(ops.softmax(x + mask, -1), [x])
+    with PassContext() as ctx:
+        ctx.set_precision('float16')
+        converted = hidet.graph.optimize(g)
+    assert -65504 in _host_values(next(t for t in converted.constants if t.dtype.name == 'float16'))
+    xv = hidet.randn([2, 4])
+    torch.testing.assert_close(converted(xv).torch(), g(xv).torch(), rtol=2e-3, atol=1e-3)
 
 
 def test_fusion_rules():

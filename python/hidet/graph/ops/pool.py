@@ -48,7 +48,7 @@ class Pool2dOp(Operator):
 
             if kind == 'max':
                 return reduce(kernel, term, 'max')
-            total = reduce(kernel, term, 'sum')
+            total = reduce(kernel, term, 'sum', dtype=float32)  # the sum can pass the dtype's range
             if count_include_pad:  # windows clipped to the padded input
                 ends = [minimum(starts[d] + kernel[d], (h, w)[d] + padding[d]) for d in range(2)]
                 count = (ends[0] - starts[0]) * (ends[1] - starts[1])
@@ -56,7 +56,7 @@ class Pool2dOp(Operator):
                 ends = [minimum(starts[d] + kernel[d], (h, w)[d]) for d in range(2)]
                 begins = [maximum(starts[d], 0) for d in range(2)]
                 count = (ends[0] - begins[0]) * (ends[1] - begins[1])
-            return cast(cast(total, float32) / cast(count, float32), a.dtype)
+            return cast(total / cast(count, float32), a.dtype)
 
         out = compute('y', [n, c, oh, ow], element)
         attrs = {'kernel': kernel, 'stride': stride, 'padding': padding, 'dilation': dilation,
@@ -104,7 +104,7 @@ class AdaptivePool2dOp(Operator):
             if kind == 'max':
                 return reduce(windows, term, 'max')
             count = (ends[0] - starts[0]) * (ends[1] - starts[1])
-            return cast(cast(reduce(windows, term, 'sum'), float32) / cast(count, float32), a.dtype)
+            return cast(reduce(windows, term, 'sum', dtype=float32) / cast(count, float32), a.dtype)
 
         out = compute('y', [n, c, oh, ow], element)
         super().__init__([x], {'output_size': list(output_size)}, Task(f'adaptive_{kind}_pool2d', [a], [out]))

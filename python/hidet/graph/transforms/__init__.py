@@ -27,10 +27,11 @@ from hidet.graph.transforms.simplify_transforms import SimplifyTransforms
 
 def default_passes() -> List[GraphPass]:
     """Dead code needs no pass: a graph holds only the nodes its outputs depend on."""
-    # constants fold first in the model's own precision (weight transforms a frontend deferred), again
-    # after the precision conversion has cast them, and once more for the weights channels_last permutes
-    return [FoldConstants(), ConvertPrecision(), ConvertReducePrecision(), FoldConstants(), SimplifyTransforms(),
-            FoldConvBatchNorm(), ChannelsLast(), FoldConstants(), SimplifyTransforms(), MergeSiblingMatmuls(),
+    # constants fold first in the model's own precision (weight transforms a frontend deferred) and batch
+    # norms fold into convolutions there (a float32 model's statistics in float32, before use_fp16 casts them),
+    # again after the precision conversion has cast them, and once more for the weights channels_last permutes
+    return [FoldConstants(), FoldConvBatchNorm(), ConvertPrecision(), ConvertReducePrecision(), FoldConstants(),
+            SimplifyTransforms(), ChannelsLast(), FoldConstants(), SimplifyTransforms(), MergeSiblingMatmuls(),
             EliminateCommonSubexpressions(), FuseAttention(), FuseOperators(), AnnotateKernelOptions()]
 
 

@@ -68,14 +68,21 @@ class FoldConvBatchNorm(GraphPass):
             w_values = _host_values(w).astype(np.float64) if w.dtype.name != 'bfloat16' else None
             if w_values is None:
                 return None  # bfloat16 weights: keep the ops (host bf16 math is not worth it here)
-            new_w = (w_values * scale.reshape([-1] + [1] * (w.ndim - 1))).astype(w.dtype.np_dtype)
+            new_w = w_values * scale.reshape([-1] + [1] * (w.ndim - 1))
+            if not (_fits(new_w, w.dtype) and _fits(shift, w.dtype)):
+                return None  # folded values past the dtype's range (a tiny variance in float16): keep the ops
             x = conv_inputs[id(conv)][0]
-            conv_out = conv.clone([x, _from_host_values(new_w, w.dtype, w.device)]).outputs[0]
+            conv_out = conv.clone([x, _from_host_values(new_w.astype(w.dtype.np_dtype), w.dtype, w.device)]).outputs[0]
             t = _from_host_values(shift.reshape([-1] + [1] * (conv_out.ndim - 2)).astype(w.dtype.np_dtype),
                                   w.dtype, w.device)
             return [ew.add(conv_out, t)]
 
         return rewrite_graph(graph, fold)
+
+
+def _fits(values: np.ndarray, dtype) -> bool:
+    """Whether float64 ``values`` stay finite once cast to ``dtype`` (scale and shift are folded in float64)."""
+    return bool(np.all(np.abs(values) <= np.finfo(dtype.np_dtype).max))
 
 
 def _affine_step(user: Operator, current: Tensor, channels: int) -> Optional[Tuple[str, np.ndarray, Operator]]:
