@@ -200,7 +200,10 @@ def run(args) -> int:
 
                 if backend == 'hidet' and args.space is not None:  # (else the mode's, as torch.compile's own)
                     hidet.torch.dynamo_config.search_space(args.space)
-                f = torch.compile(model, backend=backend, mode=mode)
+                # the same kind of launch: hidet replays CUDA graphs by default, as inductor's reduce-overhead
+                # (max-autotune includes them too); on the CPU neither does
+                kind = mode or ('reduce-overhead' if backend == 'inductor' and args.device == 'cuda' else None)
+                f = torch.compile(model, backend=backend, mode=kind)
                 return lambda: f(*inputs)
 
             runners = {'eager': lambda: (lambda: model(*inputs)),
