@@ -18,6 +18,22 @@ def test_quickstart_runs():
     assert 'Fused[Matmul, Add]' in out and 'compiled graph matches' in out
 
 
+def test_seed_spellings_after_a_bare_import():
+    """The original Hidet's documents (../shared/seeds) reach these from ``import hidet`` alone."""
+    code = """
+import hidet
+hidet.torch.dynamo_config.search_space(2)
+assert hidet.torch.dynamo_config['search_space'] == 2
+assert hidet.driver.build_ir_module is hidet.drivers.build_ir_module
+assert callable(hidet.graph.frontend.from_onnx)
+x = hidet.randn([2, 3])
+assert hidet.ops.transpose(x, [1, 0]).shape == (3, 2)
+print('ok')
+"""
+    out = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, cwd='/tmp')
+    assert out.returncode == 0 and out.stdout.strip() == 'ok', out.stderr
+
+
 def _run_c_example(tmp_path, device: str) -> str:
     from hidet.backend.compiler import include_dir, lib_dir as runtime_lib_dir
 

@@ -47,3 +47,16 @@ from .graph.creation import (
     zeros,
     zeros_like,
 )
+
+# Submodules the original Hidet's documents reach from a bare ``import hidet``, loaded on first use (the torch
+# frontend imports torch, which a user of hidet.ops alone should not pay for); ``hidet.driver`` is its old name
+# for ``hidet.drivers``.
+_LAZY_SUBMODULES = {'torch': 'hidet.torch', 'onnx': 'hidet.onnx', 'drivers': 'hidet.drivers', 'driver': 'hidet.drivers'}
+
+
+def __getattr__(name):
+    if name in _LAZY_SUBMODULES:
+        import importlib
+
+        return importlib.import_module(_LAZY_SUBMODULES[name])
+    raise AttributeError(f"module 'hidet' has no attribute {name!r}")

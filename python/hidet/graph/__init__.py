@@ -4,3 +4,13 @@ from .tensor import Tensor, from_dlpack, from_numpy, from_torch
 from . import ops
 from .flow_graph import FlowGraph, symbol, symbol_like, trace_from
 from .transforms import PassContext, optimize
+
+
+def __getattr__(name):
+    # ``hidet.graph.frontend`` (from_onnx, the torch frontend) after a bare ``import hidet``, loaded on first use:
+    # the frontends import torch and onnx, which the graph layer does not need
+    if name == 'frontend':
+        import importlib
+
+        return importlib.import_module('hidet.graph.frontend')
+    raise AttributeError(f"module 'hidet.graph' has no attribute {name!r}")

@@ -46,8 +46,13 @@ def permute(x: Tensor, dims: Sequence[int]) -> Tensor:
     return PermuteOp(x, norm).get_output(0)
 
 
-def transpose(x: Tensor, dim0: int, dim1: int) -> Tensor:
-    """``x`` with dimensions ``dim0`` and ``dim1`` swapped, as torch.transpose."""
+def transpose(x: Tensor, dim0, dim1: Optional[int] = None) -> Tensor:
+    """``x`` with dimensions ``dim0`` and ``dim1`` swapped, as torch.transpose; ``transpose(x, perm)`` with a
+    permutation (the original Hidet's spelling) is ``permute(x, perm)``."""
+    if dim1 is None:
+        if not isinstance(dim0, (list, tuple)):
+            raise TypeError(f'transpose: give two dimensions to swap or one permutation list, got {dim0!r}')
+        return permute(x, dim0)
     if x.ndim == 0:
         normalize_axis('transpose', dim0, 0)
         normalize_axis('transpose', dim1, 0)
