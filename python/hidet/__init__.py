@@ -7,6 +7,8 @@ Quick start::
     print(a)                      # Tensor(shape=(2, 3), dtype='float32', device='cuda:0') and values
     t = a.torch()                 # zero-copy to torch
 """
+import importlib
+
 from . import _C  # the C++ runtime; loads libhidet_runtime.so
 from .version import __version__
 
@@ -56,7 +58,5 @@ _LAZY_SUBMODULES = {'torch': 'hidet.torch', 'onnx': 'hidet.onnx', 'drivers': 'hi
 
 def __getattr__(name):
     if name in _LAZY_SUBMODULES:
-        import importlib
-
         return importlib.import_module(_LAZY_SUBMODULES[name])
     raise AttributeError(f"module 'hidet' has no attribute {name!r}")

@@ -1,4 +1,6 @@
 """The graph layer: tensors, operators, FlowGraph and its optimization passes."""
+import importlib
+
 from .creation import *  # noqa: F401,F403
 from .tensor import Tensor, from_dlpack, from_numpy, from_torch
 from . import ops
@@ -10,7 +12,5 @@ def __getattr__(name):
     # ``hidet.graph.frontend`` (from_onnx, the torch frontend) after a bare ``import hidet``, loaded on first use:
     # the frontends import torch and onnx, which the graph layer does not need
     if name == 'frontend':
-        import importlib
-
         return importlib.import_module('hidet.graph.frontend')
     raise AttributeError(f"module 'hidet.graph' has no attribute {name!r}")

@@ -9,8 +9,8 @@ from __future__ import annotations
 import numpy as np
 
 from hidet.graph.flow_graph import FlowGraph
-from hidet.graph.tensor import _from_host_values, _host_values
 from hidet.graph.ops.arithmetic import cast_
+from hidet.graph.tensor import _from_host_values, _host_values
 from hidet.graph.transforms.base import GraphPass, rewrite_graph
 from hidet.graph.transforms.pass_context import PassContext
 from hidet.ir.dtypes import data_type, float32

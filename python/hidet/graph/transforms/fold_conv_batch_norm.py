@@ -72,7 +72,8 @@ class FoldConvBatchNorm(GraphPass):
             if not (_fits(new_w, w.dtype) and _fits(shift, w.dtype)):
                 return None  # folded values past the dtype's range (a tiny variance in float16): keep the ops
             x = conv_inputs[id(conv)][0]
-            conv_out = conv.clone([x, _from_host_values(new_w.astype(w.dtype.np_dtype), w.dtype, w.device)]).outputs[0]
+            new_w = _from_host_values(new_w.astype(w.dtype.np_dtype), w.dtype, w.device)
+            conv_out = conv.clone([x, new_w]).outputs[0]
             t = _from_host_values(shift.reshape([-1] + [1] * (conv_out.ndim - 2)).astype(w.dtype.np_dtype),
                                   w.dtype, w.device)
             return [ew.add(conv_out, t)]
