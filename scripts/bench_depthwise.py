@@ -64,7 +64,7 @@ def main() -> None:
     from hidet.backend.cache import build_libraries
     from hidet.backend.codegen import generate
     from hidet.drivers.build_task import build_task
-    from hidet.drivers.templates import find
+    from hidet.kernels import find
     from hidet.drivers.tuning import choose_configs
     from hidet.ir.schedulers import schedule_task
     from hidet.runtime.compiled_module import CompiledModule

@@ -125,7 +125,7 @@ def main() -> None:
     import torch
 
     from hidet.drivers.build_task import build_task
-    from hidet.drivers.templates import find
+    from hidet.kernels import find
 
     parser = argparse.ArgumentParser()
     parser.add_argument('shapes', nargs='+', help='MxNxK or conv:NxCxHxWxKxRxS[pP][sS] (channels-last)')

@@ -12,20 +12,20 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PACKAGE = os.path.join(ROOT, 'python', 'hidet')
 
 # A module may import, at module level, modules of lower layers and of its own package. Imports inside
-# functions may reach up (the runtime hands out hidet Tensors; the template registry imports the operator
-# families so that they register): they run after every layer is loaded.
+# functions may reach up (the runtime hands out hidet Tensors): they run after every layer is loaded.
 LAYERS = {
     'hidet._C': 0, 'hidet.option': 0, 'hidet.version': 0, 'hidet.utils': 0,
     'hidet.ir': 1,
     'hidet.backend': 2, 'hidet.lang': 2, 'hidet.runtime': 2,
-    'hidet.cuda': 3, 'hidet.drivers': 3,
-    'hidet.graph': 4, 'hidet.ops': 4,  # (hidet.ops: the package's name for hidet.graph.ops)
-    'hidet.drivers.build_graph': 5,  # FlowGraph → CompiledGraph: reads the graph it builds
-    'hidet': 6,  # the package's API (its __init__), which the frontends use as any user does
-    'hidet.graph.frontend': 7,
-    'hidet.onnx': 8, 'hidet.torch': 8,  # the frontends' public faces
-    'hidet.cli': 9,
-    'hidet.__main__': 10,
+    'hidet.cuda': 3, 'hidet.kernels': 3,  # (the kernel templates: Hidet Script over the IR and the backend)
+    'hidet.drivers': 4,
+    'hidet.graph': 5, 'hidet.ops': 5,  # (hidet.ops: the package's name for hidet.graph.ops)
+    'hidet.drivers.build_graph': 6,  # FlowGraph → CompiledGraph: reads the graph it builds
+    'hidet': 7,  # the package's API (its __init__), which the frontends use as any user does
+    'hidet.graph.frontend': 8,
+    'hidet.onnx': 9, 'hidet.torch': 9,  # the frontends' public faces
+    'hidet.cli': 10,
+    'hidet.__main__': 11,
 }
 
 
@@ -85,9 +85,10 @@ def test_layer_check_sees_an_upward_import(tmp_path):
                     'def f():\n    import hidet.torch\n')
     imports = list(_module_level_imports(str(path), 'hidet.ir.mod', False))
     assert imports == ['os', 'hidet.graph.tensor', 'hidet.ir.sibling']  # (not the import inside f)
-    assert _layer('hidet.graph.tensor') == ('hidet.graph', 4) and _layer('hidet.ir.expr') == ('hidet.ir', 1)
-    assert _layer('hidet.drivers.build_graph') == ('hidet.drivers.build_graph', 5) and _layer('numpy') is None
-    assert _layer('hidet.torch.dynamo_config') == ('hidet.torch', 8)
+    assert _layer('hidet.graph.tensor') == ('hidet.graph', 5) and _layer('hidet.ir.expr') == ('hidet.ir', 1)
+    assert _layer('hidet.drivers.build_graph') == ('hidet.drivers.build_graph', 6) and _layer('numpy') is None
+    assert _layer('hidet.torch.dynamo_config') == ('hidet.torch', 9)
+    assert _layer('hidet.kernels.matmul.mma')[1] < _layer('hidet.drivers.build_task')[1] < _layer('hidet.graph.ops')[1]
 
 
 def test_cpp_runtime_knows_nothing_of_python_or_torch():

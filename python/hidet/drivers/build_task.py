@@ -1,7 +1,7 @@
 """Task → CompiledModule: pick a schedule (a registered template, else the auto-scheduler), generate source,
 build through the on-disk cache, load.
 
-A task that a template recognizes (hidet.drivers.templates; e.g. a float16 matmul on CUDA, fused prologue
+A task that a kernel template recognizes (hidet.kernels; e.g. a float16 matmul on CUDA, fused prologue
 and epilogue included) runs the config chosen at search level ``space`` (hidet.drivers.tuning: level 0 the
 template's default, levels 1 and 2 benchmarked at build time and remembered in the cache); any other task
 runs the auto-scheduler's kernels.
@@ -18,6 +18,7 @@ from hidet.backend.cache import build_libraries
 from hidet.backend.codegen import generate
 from hidet.ir.schedulers import schedule_task
 from hidet.ir.task import Task
+from hidet.kernels import find as find_template
 from hidet.runtime.compiled_module import CompiledModule
 
 
@@ -34,10 +35,9 @@ def _memo_key(task: Task, target: str, space: int) -> Tuple[str, str, str, int]:
 def task_sources(jobs: Sequence[Tuple[Task, str]], space: int = 0) -> List[str]:
     """The kernel-library source of each (task, target): a template's at its chosen config, else the
     auto-scheduler's."""
-    from hidet.drivers import templates
     from hidet.drivers.tuning import choose_configs
 
-    found = [templates.find(task, target) for task, target in jobs]
+    found = [find_template(task, target) for task, target in jobs]
     points = [t.points(task, target) if t is not None else [] for (task, target), t in zip(jobs, found)]
     tuned = [p for ps in points for p in ps]
     configs = iter(choose_configs(tuned, space) if tuned else [])

@@ -10,7 +10,7 @@ import torch.nn.functional as F
 import hidet
 from hidet.graph import ops
 from hidet.graph.ops.attention import AttentionOp
-from hidet.graph.ops.attention_templates import find_attention_template
+from hidet.kernels.attention import find_attention_template
 
 H = hidet.from_torch
 TOL = {'float32': 2e-5, 'float16': 2e-3}

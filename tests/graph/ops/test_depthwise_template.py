@@ -1,4 +1,4 @@
-"""The depthwise convolution template (hidet/graph/ops/depthwise_templates.py): which tasks it takes, its search
+"""The depthwise convolution template (hidet/kernels/depthwise/): which tasks it takes, its search
 spaces, its CUDA sources compiled with nvcc (no GPU needed), and its CPU twin (the same Hidet Script) against
 torch on random data, fused epilogues and prologues included: CI's check of the kernel's tiling and index
 arithmetic. On the GPU (`cuda` marker): every level-2 candidate against torch, and whole blocks compiled."""
@@ -14,8 +14,8 @@ import torch.nn.functional as F
 
 import hidet
 from hidet import ops
-from hidet.graph.ops import depthwise_templates as dw
-from hidet.graph.ops.depthwise_templates import (DepthwiseConfig, DepthwiseSpec, DepthwiseTemplate, explain,
+from hidet.kernels.depthwise import template as dw
+from hidet.kernels.depthwise.template import (DepthwiseConfig, DepthwiseSpec, DepthwiseTemplate, explain,
                                                  find_depthwise_template)
 from hidet.ir.compute import compute, reduce, tensor_input
 from hidet.ir.expr import binary, logical_and, select
@@ -69,7 +69,7 @@ def test_finds_depthwise_tasks_on_cuda():
     spec = DepthwiseSpec(conv_task([1, 4, 12, 10], [8, 1, 5, 3], stride=(2, 1), padding=(2, 0), dilation=(1, 2)))
     assert (spec.stride, spec.padding, spec.dilation, spec.mult) == ([2, 1], [2, 0], [1, 2], 2)
     assert (spec.oh, spec.ow) == (6, 6)
-    assert hidet.drivers.templates.find(conv_task([8, 96, 56, 56], [96, 1, 3, 3], padding=1), 'cuda') is not None
+    assert hidet.kernels.find(conv_task([8, 96, 56, 56], [96, 1, 3, 3], padding=1), 'cuda') is not None
 
 
 def test_fused_epilogue_and_prologue():

@@ -10,7 +10,7 @@ import torch
 import hidet
 from hidet import ops
 from hidet.graph.ops.matmul import MatmulOp
-from hidet.graph.ops.matmul_templates import NotGemm, explain, find_matmul_template, match_gemm
+from hidet.kernels.matmul import NotGemm, explain, find_matmul_template, match_gemm
 
 from .matmul_cases import fused_tasks, matmul_task
 

@@ -1,4 +1,4 @@
-"""The tensor-core matmul template (hidet/graph/ops/matmul_templates): splitting tasks into prologue →
+"""The tensor-core matmul template (hidet/kernels/matmul): splitting tasks into prologue →
 matmul → epilogue, template selection, search spaces, the tuning cache and nvcc builds, on the CPU (every
 candidate run on the GPU: test_matmul_template_gpu.py; the CPU template: test_matmul_cpu_template.py)."""
 from __future__ import annotations
@@ -15,10 +15,10 @@ import torch
 
 import hidet
 from hidet import ops
-from hidet.graph.ops.matmul_templates import MmaConfig, NotGemm, explain, find_matmul_template, match_gemm
-from hidet.graph.ops.matmul_templates.mma import check_config
-from hidet.graph.ops.matmul_templates.space import default_config, space
-from hidet.drivers.templates import Template
+from hidet.kernels.matmul import MmaConfig, NotGemm, explain, find_matmul_template, match_gemm
+from hidet.kernels.matmul.mma import check_config
+from hidet.kernels.matmul.space import default_config, space
+from hidet.kernels import Template
 from hidet.ir.compute import compute, reduce, tensor_input
 from hidet.ir.task import Task
 
@@ -111,7 +111,7 @@ def test_template_selection():
     assert find_matmul_template(matmul_task([128, 64], [64, 32], 'float32'), 'cpu') is not None
     assert find_matmul_template(matmul_task([128, 64], [64, 32], 'float64'), 'cpu') is None
     assert find_matmul_template(matmul_task([128, 64], [64, 32], 'bfloat16'), 'cuda', 'sm_90') is not None
-    from hidet.drivers import templates
+    from hidet import kernels as templates
 
     with hidet.option.context(cuda_arch='sm_90'):
         assert templates.find(task, 'cuda') is not None
@@ -160,7 +160,7 @@ def test_parallel_k_reaches_the_space(policy, kwargs):
 
 
 def test_use_tensor_core_gives_float32_gemms_the_tf32_template():
-    from hidet.graph.ops.matmul_templates import find_matmul_template
+    from hidet.kernels.matmul import find_matmul_template
 
     specs = (([64, 32], 'float32'), ([32, 48], 'float32'))
     (exact,) = fused_tasks(lambda x, w: ops.relu(ops.matmul(x, w)), *specs)
@@ -181,7 +181,7 @@ def test_tf32_candidates_match_torch(m, n, k):
     """Every level-2 candidate of a TF32 matmul + bias + relu against float64: TF32 rounds the operands to
     10-bit mantissas (errors of ~1e-3 of the products' magnitude), and does round (not exact float32)."""
     from hidet.backend.cache import build_libraries
-    from hidet.graph.ops.matmul_templates import find_matmul_template
+    from hidet.kernels.matmul import find_matmul_template
     from hidet.runtime.compiled_module import CompiledModule
 
     with hidet.graph.PassContext() as ctx:
@@ -540,7 +540,7 @@ def test_gather_rows_split_offsets_and_padding_tests(x_shape, w_shape, stride, p
     chunk row by the kernel) and a part of k (per k-tile), agree with the whole expressions everywhere."""
     import random
 
-    from hidet.graph.ops.matmul_templates.values import row_split
+    from hidet.kernels.matmul.values import row_split
 
     xs, ws = hidet.symbol(x_shape, 'float16', 'cuda'), hidet.symbol(w_shape, 'float16', 'cuda')
     y = ops.conv2d_channels_last(xs, ws, stride=stride, padding=padding, dilation=dilation)
@@ -578,7 +578,7 @@ def test_conv_window_gives_the_gather_and_the_im2col_box(x_shape, w_shape, strid
     exactly the output positions as window origins, and the im2col TMA twins are offered only when asked."""
     import random
 
-    from hidet.graph.ops.matmul_templates.tma import im2col_corners, im2col_window, tma_unsupported
+    from hidet.kernels.matmul.tma import im2col_corners, im2col_window, tma_unsupported
 
     spec = _conv_spec(x_shape, w_shape, stride, padding, dilation)
     win = spec.a.gather.window
@@ -609,7 +609,7 @@ def test_conv_window_gives_the_gather_and_the_im2col_box(x_shape, w_shape, strid
 def test_conv_window_only_where_im2col_fits():
     """No window (or no im2col) where TMA cannot copy the gather: channels not a multiple of 64 (a k-tile
     would straddle window positions), a gather that is not a convolution's (merged heads)."""
-    from hidet.graph.ops.matmul_templates.tma import im2col_window, tma_unsupported
+    from hidet.kernels.matmul.tma import im2col_window, tma_unsupported
 
     spec = _conv_spec([2, 9, 9, 32], [16, 3, 3, 32], 1, 1, 1)
     assert spec.a.gather.window is not None and im2col_window(spec) is None

@@ -12,8 +12,8 @@ import torch
 
 import hidet
 from hidet import ops
-from hidet.graph.ops.matmul_templates import MmaConfig, explain, find_matmul_template, match_gemm
-from hidet.graph.ops.matmul_templates.mma import check_config
+from hidet.kernels.matmul import MmaConfig, explain, find_matmul_template, match_gemm
+from hidet.kernels.matmul.mma import check_config
 
 from .matmul_cases import fused_tasks, matmul_task
 
@@ -69,7 +69,7 @@ def test_every_tile_shape_with_computed_and_transposed_operands():
     """Odd K (computed loads), A transposed (m-contiguous), B transposed (k-contiguous), batched; on sm_90 the
     wgmma tiles too, copied by cp.async and (aligned operands: TMA boxes of 3-D tensor maps here) by TMA from a
     producer warp."""
-    from hidet.graph.ops.matmul_templates.space import LARGE_SHAPES, SMALL_SHAPES, WG_SHAPES
+    from hidet.kernels.matmul.space import LARGE_SHAPES, SMALL_SHAPES, WG_SHAPES
 
     def cfgs(spec_task):
         spec = match_gemm(spec_task)
@@ -119,7 +119,7 @@ def test_im2col_tma_convolution_configs(x_shape, w_shape, stride, padding, dilat
     """sm_90: TMA configs of convolutions (A copied by im2col columns, B by boxes) of every wgmma tile shape,
     3 stages alone or 4 split in 2 along k (ragged m and n, strides, asymmetric padding and dilation, a strided
     1x1, tiles spanning images) against torch."""
-    from hidet.graph.ops.matmul_templates.space import WG_SHAPES
+    from hidet.kernels.matmul.space import WG_SHAPES
 
     xs, ws = hidet.symbol(x_shape, 'float16', 'cuda'), hidet.symbol(w_shape, 'float16', 'cuda')
     task = ops.conv2d_channels_last(xs, ws, stride=stride, padding=padding, dilation=dilation).trace[0].task

@@ -10,8 +10,8 @@ import torch
 import hidet
 from hidet import ops
 from hidet.drivers.build_task import task_sources
-from hidet.graph.ops.matmul_templates import find_matmul_template
-from hidet.graph.ops.matmul_templates.dispatch import BOUNDS, TOP_M, SymbolicMmaTemplate
+from hidet.kernels.matmul import find_matmul_template
+from hidet.kernels.matmul.dispatch import BOUNDS, TOP_M, SymbolicMmaTemplate
 from hidet.ir.expr import evaluate_dim
 
 
@@ -133,7 +133,7 @@ def test_heads_merged_rows_are_gathered_16_bytes_at_a_time(symbolic, flatten):
     """k = head * dim + d: each 8 consecutive k (d % 8 == 0) are 8 consecutive elements of one head's row, so
     the operand is copied in 16-byte chunks from a computed address (not element by element), whether the
     rows are (batch, seq) axes or one flattened axis m read at (m / seq, m % seq)."""
-    from hidet.graph.ops.matmul_templates.spec import match_gemm
+    from hidet.kernels.matmul.spec import match_gemm
 
     graph = _heads_merged_linear(flatten=flatten) if symbolic else _heads_merged_linear(batch=2, seq=77,
                                                                                        flatten=flatten)

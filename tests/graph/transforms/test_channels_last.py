@@ -119,7 +119,7 @@ def test_optimized_block_matches_torch(device, flag):
 
 @pytest.mark.cuda
 def test_tensor_core_template_gathers_the_input():
-    from hidet.graph.ops.matmul_templates import find_matmul_template
+    from hidet.kernels.matmul import find_matmul_template
 
     x = hidet.randn([2, 14, 14, 64], dtype='float16', device='cuda')
     w = hidet.randn([32, 3, 3, 64], dtype='float16', device='cuda')

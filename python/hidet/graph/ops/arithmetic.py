@@ -7,12 +7,13 @@ import math
 from typing import Callable, Union
 
 from hidet.graph.operator import Operator
-from hidet.graph.ops.utils import broadcast_indices, broadcast_shapes, input_node
+from hidet.graph.ops.utils import broadcast_shapes, input_node
 from hidet.graph.tensor import Tensor
 from hidet.ir.compute import compute
 from hidet.ir.dtypes import boolean, data_type, float32
 from hidet.ir.expr import Expr, binary, call, cast, convert, logical_not, maximum, minimum, select
 from hidet.ir.expr import logical_and as both, logical_or as either
+from hidet.ir.schedulers.lowering import broadcast_indices
 from hidet.ir.task import Task
 
 Scalar = Union[int, float, bool]

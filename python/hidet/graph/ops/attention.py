@@ -7,7 +7,7 @@ the output has q's dtype. ``scaled_dot_product_attention`` builds it, and the gr
 ``fuse_attention`` rewrites matmul → softmax → matmul chains into it.
 
 The task's compute definition is the reference semantics (the auto-scheduler runs it where no template
-applies); the templates of attention_templates.py run it on the CPU and on CUDA, computing the softmax
+applies); the templates of hidet/kernels/attention/ run it on the CPU and on CUDA, computing the softmax
 online over key tiles so that the [Sq, Sk] scores never reach memory. Its producers and consumers are not
 fused into it (``fusible = False``): the templates read q, k, v and the mask as they are.
 """
@@ -16,14 +16,14 @@ from __future__ import annotations
 from typing import Optional
 
 from hidet.graph.operator import Operator
-from hidet.graph.ops.utils import broadcast_indices, broadcast_shapes, input_node
+from hidet.graph.ops.utils import broadcast_shapes, input_node
 from hidet.graph.tensor import Tensor
 from hidet.ir.compute import compute, reduce
 from hidet.ir.dtypes import boolean, float32
 from hidet.ir.expr import binary, call, cast, convert, select
+from hidet.ir.schedulers.lowering import broadcast_indices
 from hidet.ir.task import Task
 
-from . import attention_templates  # noqa: F401  (registers the templates with hidet.drivers.templates)
 
 
 def mask_kind(mask: Optional[Tensor]) -> str:

@@ -1,7 +1,7 @@
 """Convolutions (1-D and 2-D, stride/padding/dilation/groups, depthwise included), 2-D convolution in
 channels-last layout, and 2-D transposed convolution, as reductions. The matmul templates run ungrouped
 convolutions as implicit GEMMs (the CPU template; on CUDA the tensor-core template for float16/bfloat16);
-depthwise 2-D convolutions have their own template on CUDA (depthwise_templates.py); the auto-scheduler runs
+depthwise 2-D convolutions have their own template on CUDA (hidet/kernels/depthwise/); the auto-scheduler runs
 the rest."""
 from __future__ import annotations
 
@@ -15,7 +15,6 @@ from hidet.ir.compute import compute, reduce
 from hidet.ir.expr import binary, convert, logical_and, select
 from hidet.ir.task import Task
 
-from . import depthwise_templates  # noqa: F401  (registers the template with hidet.drivers.templates)
 
 IntOrSeq = Union[int, Sequence[int]]
 
@@ -78,7 +77,7 @@ class ConvOp(Operator):
 class ConvChannelsLastOp(Operator):
     """2-D convolution in channels-last layout (groups 1): x [n, h, w, c] and w [o, kh, kw, c] give
     y [n, oh, ow, o]. The reduction runs over (kh, kw, c), channels innermost, so the implicit GEMM's k
-    walks contiguous memory of x: the tensor-core template copies 8 channels at a time (matmul_templates/spec.py,
+    walks contiguous memory of x: the tensor-core template copies 8 channels at a time (hidet/kernels/matmul/spec.py,
     gathered operands). The channels_last graph pass puts convolutional networks in this layout."""
 
     def __init__(self, x: Tensor, w: Tensor, stride, padding, dilation):

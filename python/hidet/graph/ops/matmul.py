@@ -1,16 +1,16 @@
 """Matrix multiplication with torch.matmul's shape rules (1-D operands, broadcast batch dims).
 The task is the compute definition (a sum of products); on CUDA with float16/bfloat16 operands the
-tensor-core template of matmul_templates/ runs it (fused prologues and epilogues included), otherwise
+tensor-core template of hidet/kernels/matmul/ runs it (fused prologues and epilogues included), otherwise
 the auto-scheduler."""
 from __future__ import annotations
 
 from hidet.graph.operator import Operator
-from hidet.graph.ops.utils import broadcast_indices, broadcast_shapes, input_node
+from hidet.graph.ops.utils import broadcast_shapes, input_node
 from hidet.graph.tensor import Tensor
 from hidet.ir.compute import compute, reduce
+from hidet.ir.schedulers.lowering import broadcast_indices
 from hidet.ir.task import Task
 
-from . import matmul_templates  # noqa: F401  (registers the templates with hidet.drivers.templates)
 
 
 class MatmulOp(Operator):

@@ -36,12 +36,6 @@ def broadcast_shapes(op: str, *shapes: Sequence[int]) -> Tuple[int, ...]:
     return tuple(out)
 
 
-def broadcast_indices(indices: Sequence[Expr], shape: Sequence[int]) -> List[Expr]:
-    """Indices into a tensor of ``shape`` broadcast to the (longer) index list ``indices``."""
-    offset = len(indices) - len(shape)
-    return [convert(0) if extent == 1 else indices[offset + d] for d, extent in enumerate(shape)]
-
-
 def normalize_axis(op: str, axis: int, ndim: int) -> int:
     if not -max(ndim, 1) <= axis < max(ndim, 1):
         raise IndexError(f'{op}: axis {axis} is out of range for a tensor with {ndim} dimensions')

@@ -43,6 +43,12 @@ def grid_size(numel, per_block: int):
     return maximum(minimum((numel + (per_block - 1)) / per_block, CUDA_MAX_GRID), 1)
 
 
+def broadcast_indices(indices: Sequence[Expr], shape: Sequence[int]) -> List[Expr]:
+    """Indices into a tensor of ``shape`` broadcast to the (longer) index list ``indices``."""
+    offset = len(indices) - len(shape)
+    return [convert(0) if extent == 1 else indices[offset + d] for d, extent in enumerate(shape)]
+
+
 def flat_index(indices: Sequence[Expr], shape: Sequence[int]) -> Expr:
     index: Expr = convert(0)
     for i, (idx, extent) in enumerate(zip(indices, shape)):

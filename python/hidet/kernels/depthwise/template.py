@@ -18,7 +18,7 @@ stage nothing: each thread reads its rows from global memory (through L1; neighb
 and its weights into registers, no barrier (for strides of 2 and more, where a staged tile holds ~4 inputs
 per output). The fused epilogue (bias, batch-norm scale and shift, activation, residual add, cast, reshape)
 runs per output on the accumulator, split from the task by the matmul templates' rules
-(matmul_templates/spec.py), so both accept the same fused operators. In *staged* configs the accumulators
+(hidet/kernels/matmul/spec.py), so both accept the same fused operators. In *staged* configs the accumulators
 first go to shared memory, so that the epilogue runs with consecutive threads on consecutive outputs: its
 stores and residual reads coalesce.
 
@@ -37,15 +37,15 @@ from dataclasses import asdict, dataclass, replace
 from functools import lru_cache
 from typing import Dict, List, Optional, Sequence
 
-from hidet.drivers.templates import Template
 from hidet.ir.compute import ReduceCompute, TensorNode
 from hidet.ir.dtypes import float32, int64
 from hidet.ir.expr import Binary, BufferLoad, Constant, Expr, Select, TensorElement, Var, cast
 from hidet.ir.functors import INT32_MAX, collect, inline_computes, narrow_index, rewrite
 from hidet.ir.task import Task
+from hidet.kernels.template import Template
 
-from .matmul_templates.spec import NotGemm, _epilogue, _strip_cast, affine, match_gemm, window_bounds
-from .matmul_templates.values import GemmValues
+from hidet.kernels.matmul.spec import NotGemm, _epilogue, _strip_cast, affine, match_gemm, window_bounds
+from hidet.kernels.matmul.values import GemmValues
 
 DTYPES = ('float16', 'bfloat16', 'float32')
 MAX_THREADS = 1024
@@ -633,12 +633,3 @@ def find_depthwise_template(task: Task, target: str) -> Optional[DepthwiseTempla
     except NotDepthwise:
         return None
     return template if template.space(0) else None  # (no config fits: a huge window)
-
-
-def _register() -> None:
-    from hidet.drivers.templates import register
-
-    register(find_depthwise_template)
-
-
-_register()

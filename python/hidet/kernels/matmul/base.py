@@ -1,9 +1,9 @@
-"""What the matmul templates (mma.py on CUDA, cpu.py on the CPU) share beyond hidet.drivers.templates.Template:
+"""What the matmul templates (mma.py on CUDA, cpu.py on the CPU) share beyond hidet.kernels.template.Template:
 the task's GemmSpec and the title of progress bars. A subclass sets ``name`` and ``config_class`` and defines
 ``space``, ``source`` and ``check``."""
 from __future__ import annotations
 
-from hidet.drivers.templates import Template
+from hidet.kernels.template import Template
 
 from .spec import GemmSpec
 

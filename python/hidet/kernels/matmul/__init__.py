@@ -3,7 +3,7 @@ sm_80+ (mma.py) with its search spaces (space.py) and TMA copies on sm_90 (tma.p
 (cpu.py), what both compute with (values.py) and share as templates (base.py), and the split of a task into
 prologue → matmul → epilogue that lets fused operators use them (spec.py).
 
-``find_matmul_template(task, target)`` is registered with hidet.drivers.templates: a matmul task (a
+``find_matmul_template(task, target)`` (in hidet.kernels' table): a matmul task (a
 MatmulOp, or a fused operator anchored by one) gets the tensor-core template on CUDA with 16-bit float
 operands, and the CPU template on the CPU with float32/float16/bfloat16 operands; ungrouped convolutions
 get them too, as implicit GEMMs (k folded from the channels and the window), but not matrix-vector
@@ -122,13 +122,5 @@ def _find_symbolic(task: Task, target: str, arch: Optional[str]):
     except NotGemm:
         return None
 
-
-def _register() -> None:
-    from hidet.drivers.templates import register
-
-    register(find_matmul_template)
-
-
-_register()
 
 __all__ = ['MmaMatmulTemplate', 'MmaConfig', 'GemmSpec', 'NotGemm', 'match_gemm', 'explain', 'find_matmul_template']

@@ -1,6 +1,5 @@
-"""Schedule templates: hand-written kernels (Hidet Script) that replace the auto-scheduler for the tasks
-they recognize. Operator families register a *finder* (``register``); the build drivers ask ``find`` for
-each task and otherwise schedule it with the auto-scheduler.
+"""What every kernel template provides. Templates are hand-written kernels (Hidet Script) that replace the
+auto-scheduler for the tasks they recognize; ``hidet.kernels.find`` picks one for a task from its table.
 
 A template object (what a finder returns for one task) provides:
 
@@ -21,7 +20,7 @@ A template object (what a finder returns for one task) provides:
 """
 from __future__ import annotations
 
-from typing import Any, Callable, List, Optional
+from typing import Any, List, Optional
 
 from hidet.ir.task import Task
 
@@ -68,23 +67,3 @@ class Template:
         except TypeError:
             return None
         return None if self.check(cfg) else cfg
-
-_FINDERS: List[Callable[[Task, str], Optional[object]]] = []
-
-
-def register(finder: Callable[[Task, str], Optional[object]]) -> Callable:
-    """Add ``finder(task, target) -> template or None``; returns it (usable as a decorator)."""
-    if finder not in _FINDERS:
-        _FINDERS.append(finder)
-    return finder
-
-
-def find(task: Task, target: str) -> Optional[object]:
-    """The template for ``task`` on ``target``, or None (the auto-scheduler runs it)."""
-    import hidet.graph.ops  # noqa: F401  (operator families register their templates on import)
-
-    for finder in _FINDERS:  # (a finder returns None for the symbolic tasks its template cannot serve)
-        template = finder(task, target)
-        if template is not None:
-            return template
-    return None

@@ -15,11 +15,11 @@ from dataclasses import asdict, dataclass
 from typing import List, Optional
 
 from hidet.ir.dtypes import float32
-from hidet.drivers.templates import Template
 from hidet.ir.expr import BufferLoad, SymbolVar, Var, cast, convert
 from hidet.ir.schedulers.lowering import prod as _prod
 from hidet.ir.task import Task
 from hidet.ir.type import TensorType
+from hidet.kernels.template import Template
 
 CPU_MAX_KEYS = 16384  # the row buffer lives on the thread's stack (64 KiB)
 CUDA_MAX_HEAD = 128
@@ -66,9 +66,7 @@ class AttentionShape:
     def masked(self, score, b, i, j):
         """``score`` of query i and key j of flat batch b after the mask (or the causal rule)."""
         from hidet.ir.expr import binary, call, select
-        from hidet.ir.schedulers.lowering import flat_index, unflatten
-
-        from .utils import broadcast_indices
+        from hidet.ir.schedulers.lowering import broadcast_indices, flat_index, unflatten
 
         if self.mask_kind != 'none':
             node = self.task.inputs[3]
@@ -266,12 +264,3 @@ def find_attention_template(task: Task, target: str) -> Optional[AttentionTempla
     if target == 'cuda' and q.shape[-1] <= CUDA_MAX_HEAD and v.shape[-1] <= CUDA_MAX_HEAD:
         return AttentionTemplate(task, target)
     return None
-
-
-def _register() -> None:
-    from hidet.drivers.templates import register
-
-    register(find_attention_template)
-
-
-_register()
