@@ -20,7 +20,8 @@ import builtins
 import inspect
 import math
 import operator
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Type
+from collections.abc import MutableMapping
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple, Type
 
 GUIDE = 'docs/torch-frontend.md ("Adding an operator mapping")'
 
@@ -52,9 +53,50 @@ class HidetModule:
         raise NotImplementedError(f'{type(self).__name__} must implement __call__')
 
 
+class _Conversions(MutableMapping):
+    """One kind of a registry's conversions as a mapping keyed by what torch calls (a function, a
+    torch.Tensor method or its name, an nn.Module class), as the original Hidet's
+    ``Registry.registered_functions`` / ``registered_methods`` / ``registered_modules`` were: ``del
+    Registry.registered_functions[torch.nn.functional.relu]`` removes relu's conversions from the default
+    registry. A value is the list of a target's conversions (overloads), or a module's HidetModule class."""
+
+    def __init__(self, table: dict, key: Callable[[Any], Any]):
+        self._table, self._key = table, key
+
+    def __getitem__(self, target):
+        return self._table[self._key(target)]
+
+    def __setitem__(self, target, conversions):
+        self._table[self._key(target)] = conversions
+
+    def __delitem__(self, target):
+        del self._table[self._key(target)]
+
+    def __iter__(self) -> Iterator:
+        return iter(self._table)
+
+    def __len__(self) -> int:
+        return len(self._table)
+
+
+class _ConversionsOf:
+    """``Registry.registered_<kind>``: the default registry's conversions on the class, a registry's own on
+    an instance."""
+
+    def __init__(self, attr: str, key: Callable[[Any], Any]):
+        self._attr, self._key = attr, key
+
+    def __get__(self, registry, owner) -> _Conversions:
+        return _Conversions(getattr(default_registry if registry is None else registry, self._attr), self._key)
+
+
 class Registry:
     """Conversions for fx targets: functions (``call_function``), torch.Tensor methods
     (``call_method``, keyed by name) and nn.Module classes (``call_module``)."""
+
+    registered_functions = _ConversionsOf('_functions', lambda target: _key(target))
+    registered_methods = _ConversionsOf('_methods', lambda method: _method_name(method))
+    registered_modules = _ConversionsOf('_modules', lambda cls: cls)
 
     def __init__(self):
         self._functions: Dict[Any, List[Callable]] = {}
