@@ -1,4 +1,4 @@
-"""Task → CompiledModule: pick a schedule (a registered template, else the auto-scheduler), generate source,
+"""Task → CompiledModule: pick a schedule (a kernel template, else the auto-scheduler), generate source,
 build through the on-disk cache, load.
 
 A task that a kernel template recognizes (hidet.kernels; e.g. a float16 matmul on CUDA, fused prologue
