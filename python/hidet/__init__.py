@@ -50,9 +50,10 @@ from .graph.creation import (
     zeros_like,
 )
 
-# Submodules the original Hidet's documents reach from a bare ``import hidet``, loaded on first use (the torch
-# frontend imports torch, which a user of hidet.ops alone should not pay for); ``hidet.driver`` is its old name
-# for ``hidet.drivers``.
+# Submodules reached from a bare ``import hidet`` (as the original Hidet's documents do), loaded on first use:
+# the torch frontend imports torch, which a user of hidet.ops alone should not pay for, and nothing that
+# ``import hidet`` loads imports the build drivers since the kernel templates stopped registering with them;
+# ``hidet.driver`` is the original Hidet's name for ``hidet.drivers``.
 _LAZY_SUBMODULES = {'torch': 'hidet.torch', 'onnx': 'hidet.onnx', 'drivers': 'hidet.drivers', 'driver': 'hidet.drivers'}
 
 

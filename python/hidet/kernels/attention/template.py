@@ -1,4 +1,4 @@
-"""Templates of the attention task (attention.py), in Hidet Script; float32 arithmetic throughout.
+"""Templates of the attention task (hidet/graph/ops/attention.py), in Hidet Script; float32 arithmetic throughout.
 
 - CPU: OpenMP over (batch, query row); a row's scores go to a stack buffer of Sk floats, then the
   softmax and the weighted sum of v's rows.
