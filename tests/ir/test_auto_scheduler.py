@@ -7,7 +7,7 @@ import torch
 import hidet
 from hidet.graph.operator import Operator
 from hidet.ir.compute import compute, reduce, tensor_input
-from hidet.ir.expr import call, select
+from hidet.ir.expr import call, cast, select
 from hidet.ir.schedulers import schedule_task
 from hidet.ir.stmt import For, If, Seq, VectorCopy
 from hidet.ir.task import Task
@@ -244,6 +244,41 @@ def test_repeated_reduction_is_computed_once(target):
 def test_repeated_reduction_computes_like_torch(device):
     x = torch.randn(6, 300, device=device)
     close(run(softmax_task(6, 300), x), torch.softmax(x, 1))
+
+
+def layer_norm_task(m, n, dtype='float32'):
+    x = tensor_input('x', dtype, [m, n])
+
+    def element(i, j):
+        xf = lambda k: cast(x[i, k], 'float32')  # noqa: E731
+        mean = reduce([n], lambda k: xf(k), 'mean')
+        var = reduce([n], lambda k: (xf(k) - mean) * (xf(k) - mean), 'mean')
+        return cast((xf(j) - mean) * call('rsqrt', var + 1e-5), dtype)
+
+    return Task('layer_norm', [x], [compute('y', [m, n], element)])
+
+
+@pytest.mark.parametrize('target', ['cpu', 'cuda'])
+@pytest.mark.parametrize('n,mode', [(300, 'hidet_block_reduce'), (40, 'hidet_warp_reduce')])
+def test_row_broadcast_reductions_run_once_per_row(target, n, mode):
+    # layer norm's mean and variance are computed before the loop over the row's columns, not per element
+    f = kernel(layer_norm_task(6, n), target)
+    rows = [s for s in stmts(f.body) if isinstance(s, For) and s.var.name == 'row']
+    columns = [s for s in stmts(f.body) if isinstance(s, For) and s.var.name == 'j']
+    assert len(rows) == 1 and len(columns) == 1
+    assert not [s for s in stmts(columns[0].body) if isinstance(s, For)]  # no reduction inside the column loop
+    assert loop_depths(f) == [1, 1]
+    if target == 'cuda':
+        assert calls(f) == {mode}
+    else:
+        assert rows[0].kind == 'parallel' and columns[0].kind == 'simd'
+
+
+@pytest.mark.parametrize('m,n,dtype', [(6, 300, 'float32'), (33, 40, 'float16'), (3, 2000, 'float16')])
+def test_row_broadcast_computes_like_torch(m, n, dtype, device):
+    x = (torch.randn(m, n, device=device) * 3 + 1).to(getattr(torch, dtype))
+    expected = torch.nn.functional.layer_norm(x.float(), [n]).to(x.dtype)
+    close(run(layer_norm_task(m, n, dtype), x), expected, 1e-5 if dtype == 'float32' else 2e-3)
 
 
 # ---------------------------------------------------------------- CPU loop nest

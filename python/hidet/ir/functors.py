@@ -51,9 +51,10 @@ def conjuncts(cond: Expr) -> List[Expr]:
     return [cond]
 
 
-def rewrite(expr: Expr, fn: Callable[[Expr], Optional[Expr]]) -> Expr:
-    """Rebuild ``expr`` bottom-up; ``fn(node)`` may return a replacement (after children are rewritten)."""
-    memo: Dict[int, Expr] = {}
+def rewrite(expr: Expr, fn: Callable[[Expr], Optional[Expr]], replaced: Optional[Dict[int, Expr]] = None) -> Expr:
+    """Rebuild ``expr`` bottom-up; ``fn(node)`` may return a replacement (after children are rewritten).
+    ``replaced`` (by id) replaces nodes of ``expr`` as they are, before their children are visited."""
+    memo: Dict[int, Expr] = dict(replaced or {})
 
     def visit(e: Expr) -> Expr:
         if id(e) in memo:

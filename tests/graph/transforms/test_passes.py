@@ -123,9 +123,15 @@ def test_fusion_rules():
     y = ops.gelu(ops.matmul(ops.cast(x, 'float16'), hidet.randn([16, 4], dtype='float16')) + 1.0)
     g = hidet.trace_from(y, [x])
     assert _names(hidet.graph.optimize(g)) == ['Fused[CastF16, Matmul, Add, Gelu]']
-    # a reduction read by a broadcast is not an epilogue (it would be recomputed per element)
+    # a reduction over a row read by a broadcast over that row joins it (computed once per row) ...
     m = ops.max(x, 1, keepdim=True)
     g = hidet.trace_from(x - m, [x])
+    assert len(FuseOperators()(g, PassContext()).nodes) == 1
+    # ... but not one broadcast along the reduced axis (it would be recomputed per element) ...
+    g = hidet.trace_from(x - ops.max(x, 0, keepdim=True), [x])
+    assert len(FuseOperators()(g, PassContext()).nodes) == 2
+    # ... nor a matmul's output broadcast (the GEMM template reads its operands as they are)
+    g = hidet.trace_from(x * ops.matmul(x, hidet.randn([16, 1])), [x])
     assert len(FuseOperators()(g, PassContext()).nodes) == 2
     # a tensor read by two consumers is computed once, not fused into either
     e = ops.exp(x)
@@ -134,6 +140,26 @@ def test_fusion_rules():
     # two anchors never share a kernel
     g = hidet.trace_from(ops.sum(ops.matmul(x, hidet.randn([16, 16])), 1), [x])
     assert len(FuseOperators()(g, PassContext()).nodes) == 2
+
+
+@pytest.mark.parametrize('norm', ['layer_norm', 'rms_norm', 'group_norm', 'softmax', 'log_softmax'])
+@pytest.mark.parametrize('dtype', ['float32', 'float16'])
+def test_normalization_is_one_kernel(norm, dtype):
+    # its reductions and the elementwise ops around them (casts, affine) in one row-broadcast kernel: the
+    # input read and the output written once per element, no float32 copy of a float16 activation
+    x = hidet.symbol([2, 8, 6, 4], dtype)
+    w, b = hidet.randn([8], dtype=dtype), hidet.randn([8], dtype=dtype)
+    build = {'layer_norm': lambda: ops.layer_norm(x, [6, 4]), 'rms_norm': lambda: ops.rms_norm(x, [4]),
+             'group_norm': lambda: ops.group_norm(x, 2, w, b), 'softmax': lambda: ops.softmax(x, -1),
+             'log_softmax': lambda: ops.log_softmax(x, -1)}[norm]
+    g = hidet.trace_from(build(), [x])
+    opt = hidet.graph.optimize(g)
+    assert len(opt.nodes) == 1, _names(opt)
+    assert [t.dtype.name for t in opt.nodes[0].inputs[:1] + opt.nodes[0].outputs] == [dtype, dtype]
+    xv = hidet.randn([2, 8, 6, 4], dtype=dtype)
+    tol = 1e-5 if dtype == 'float32' else 2e-3
+    np.testing.assert_allclose(opt(xv).numpy().astype('float32'), g(xv).numpy().astype('float32'), rtol=tol,
+                               atol=tol)
 
 
 @pytest.mark.parametrize('seed', [0, 1])

@@ -98,16 +98,24 @@ def _channel_param(p: Optional[Tensor], ndim: int) -> Optional[Tensor]:
 
 def group_norm(x: Tensor, num_groups: int, weight: Optional[Tensor] = None, bias: Optional[Tensor] = None,
                eps: float = 1e-5) -> Tensor:
+    """torch.nn.functional.group_norm. The channels split into [groups, channels per group] by a reshape that
+    keeps the other dimensions apart, so each channel's statistics are read at an index of its own
+    dimensions only and the fused kernel computes them per row (hidet.ir.schedulers.lowering.row_split)."""
     from hidet.graph.ops.reshape import reshape
 
     _require_float('group_norm', x)
     if x.ndim < 2 or x.shape[1] % num_groups != 0:
         raise ValueError(f'group_norm: the channels of input {x.shape} (dimension 1) must divide into '
                          f'{num_groups} groups')
-    n = x.shape[0]
-    grouped = reshape(_upcast(x), [n, num_groups, -1])
-    y = reshape(_normalize(grouped, [2], eps), list(x.shape))
-    return ew.cast_(_affine(y, _channel_param(weight, x.ndim), _channel_param(bias, x.ndim)), x.dtype)
+    spatial = list(x.shape[2:])
+    split = [num_groups, x.shape[1] // num_groups]
+    grouped = reshape(_upcast(x), [x.shape[0]] + split + spatial)
+    y = _normalize(grouped, list(range(2, grouped.ndim)), eps)
+
+    def per_channel(p: Optional[Tensor]) -> Optional[Tensor]:
+        return None if p is None else reshape(p, split + [1] * len(spatial))
+
+    return reshape(ew.cast_(_affine(y, per_channel(weight), per_channel(bias)), x.dtype), list(x.shape))
 
 
 def batch_norm(x: Tensor, running_mean: Tensor, running_var: Tensor, weight: Optional[Tensor] = None,

@@ -9,7 +9,11 @@ group computes is read only by that consumer group (and is not a graph output), 
 - the producer is anchored, the consumer injective: an *epilogue* (e.g. bias + activation after a
   matmul), allowed only when each consumer element reads each anchor element once and the
   consumer is no larger than the anchor (a broadcast would recompute the reduction per element);
-- both anchored: never;
+- both anchored: never, but for a *row-broadcast* group: plain reductions (ReduceOp) and the elementwise
+  ops that read them broadcast over a row (``x - mean``, ``centered * rsqrt(var + eps)``, ``e / sum``) merge
+  when the group's one output is row-broadcast (hidet.ir.schedulers.lowering.row_split: every reduction
+  depends only on the row, and none is recomputed inside another), so layer / RMS / group norm and softmax
+  each become one kernel that reads its input and writes its output once per element;
 - either holds an operator that is not ``fusible`` (attention, whose template reads q, k, v as they are): never.
 Epilogues are merged first (a forward sweep), the rest in a backward sweep. Every group then has one sink (the last member) whose outputs are the group's outputs, so running
 groups in the order of their sinks respects all dependencies.
@@ -24,14 +28,17 @@ from hidet.graph.ops.fused import FusedOperator, is_anchor
 from hidet.graph.tensor import Tensor
 from hidet.graph.transforms.base import GraphPass
 from hidet.graph.transforms.pass_context import PassContext
+from hidet.graph.ops.reduce import ReduceOp
 from hidet.ir.compose import count_reads, reads_data_dependent
+from hidet.ir.functors import inline_computes
+from hidet.ir.schedulers.lowering import row_split
 
 
 class _Group:
     def __init__(self, node: Operator, index: int):
         self.members: List[Operator] = [node]
         self.positions: List[int] = [index]
-        self.anchor: Optional[Operator] = node if is_anchor(node) else None
+        self.anchors: List[Operator] = [node] if is_anchor(node) else []
 
     @property
     def sink(self) -> Operator:
@@ -63,13 +70,15 @@ class FuseOperators(GraphPass):
                 return False
             if not all(m.fusible for m in producer.members + consumer.members):
                 return False
-            if producer.anchor is not None and consumer.anchor is not None:
-                return False
-            if producer.anchor is not None and not _epilogue_ok(producer, consumer):
+            if producer.anchors and consumer.anchors:
+                if not _row_broadcast_ok(producer, consumer, position):
+                    return False
+            elif producer.anchors and not (_epilogue_ok(producer, consumer)
+                                           or _row_broadcast_ok(producer, consumer, position)):
                 return False
             consumer.members = producer.members + consumer.members
             consumer.positions = producer.positions + consumer.positions
-            consumer.anchor = consumer.anchor or producer.anchor
+            consumer.anchors = producer.anchors + consumer.anchors
             for member in producer.members:
                 group_of[id(member)] = consumer
             return True
@@ -81,7 +90,7 @@ class FuseOperators(GraphPass):
             if not is_anchor(node):
                 group = group_of[id(node)]
                 for t in node.inputs:
-                    if t.trace is not None and group_of[id(t.trace[0])].anchor is not None:
+                    if t.trace is not None and group_of[id(t.trace[0])].anchors:
                         try_merge(group_of[id(t.trace[0])], group)
         for node in reversed(graph.nodes):
             changed = True
@@ -110,6 +119,18 @@ def _epilogue_ok(producer: _Group, consumer: _Group) -> bool:
     probe = FusedOperator.compose(consumer.members, [produced[0]] + _external_inputs(consumer.members, produced))
     out_node, in_node = probe.outputs[0], probe.inputs[0]
     return count_reads(out_node, in_node) == 1 and not reads_data_dependent(out_node)
+
+
+def _row_broadcast_ok(producer: _Group, consumer: _Group, position: Dict[int, int]) -> bool:
+    """Whether the two groups merged compute one row-broadcast output from plain reductions (ReduceOp; never a
+    matmul or convolution, whose templates need their operands as they are)."""
+    if not all(isinstance(a, ReduceOp) for a in producer.anchors + consumer.anchors):
+        return False
+    members = sorted(producer.members + consumer.members, key=lambda m: position[id(m)])
+    if len(members[-1].outputs) != 1:
+        return False
+    out = FusedOperator.compose(members, _external_inputs(members)).outputs[0]
+    return row_split(inline_computes(out.definition.value), out.definition.axes, out.shape) is not None
 
 
 def _no_larger(a: Tensor, b: Tensor) -> bool:

@@ -17,6 +17,9 @@ threads (lowering.py).
   reductions a block per output element.
 - CUDA, small reductions (at most SMALL_REDUCE elements — a depthwise convolution's 3x3 window — over
   enough outputs to fill the GPU): one thread per output element, reducing alone.
+- Row-broadcast outputs (normalizations, softmax: reductions over a row read by each element of the row,
+  lowering.row_split): a block (CPU: a thread) per row computes the row's reductions once, then writes the
+  row's elements.
 - CUDA, other reductions, chosen by the reduced axes' position:
   - row style (the input's innermost dimension is reduced): one block per output element (≥ 128
     reduced elements) or one warp (fewer); the threads stride over the reduced elements, then combine
@@ -35,8 +38,8 @@ from hidet.ir.dtypes import boolean, int64
 from hidet.ir.expr import Expr, TensorElement, Var, binary, call, convert, is_static, logical_and, minimum
 from hidet.ir.functors import collect, inline_computes, substitute
 from hidet.ir.schedulers.analysis import depends_on, linear
-from hidet.ir.schedulers.lowering import (CUDA_BLOCK, CUDA_MAX_GRID, Lowering, flat_index, grid_size, prod, top_reduces,
-                                          unflatten)
+from hidet.ir.schedulers.lowering import (CUDA_BLOCK, CUDA_MAX_GRID, Lowering, flat_index, grid_size, prod, row_split,
+                                          top_reduces, unflatten)
 from hidet.ir.stmt import Declare, For, Function, If, IRModule, Seq, Stmt, Store
 from hidet.ir.task import Task
 
@@ -102,7 +105,56 @@ def _cpu_kernel(name: str, params: List[Var], out_param: Var, value: Expr, axes,
     return Function(name, params, For(t, 0, iterations, 1, Seq(pre + [inner]), kind='parallel'), 'cpu')
 
 
+def _row_values(value: Expr, axes, shape, p: int, row: Var, j: Var):
+    """A row-broadcast output's value at row ``row`` (its reductions) and at column ``j`` of that row."""
+    at_row = substitute(value, dict(zip(axes[:p], unflatten(row, shape[:p]))))
+    return at_row, substitute(at_row, dict(zip(axes[p:], unflatten(j, shape[p:]))))
+
+
+def _cpu_row_broadcast(name: str, params: List[Var], out_param: Var, value: Expr, axes, shape, lowering: Lowering,
+                       p: int) -> Function:
+    """``parallel for row { reductions; simd for j in row: out[row * W + j] = value }``: each row's
+    reductions once (lowering.row_split)."""
+    rows, cols = prod(shape[:p]), prod(shape[p:])
+    row, j = Var('row', int64), Var('j', int64)
+    at_row, element_value = _row_values(value, axes, shape, p, row, j)
+    pre: List[Stmt] = []
+    for r in top_reduces(at_row):
+        lowering.reduction(r, pre, 'thread')
+    body: List[Stmt] = []
+    element = lowering.value(element_value, body, 'thread')
+    inner = For(j, 0, cols, 1, Seq(body + [Store(out_param, row * cols + j, element)]), kind='simd')
+    return Function(name, params, For(row, 0, rows, 1, Seq(pre + [inner]), kind='parallel'), 'cpu')
+
+
 # ---------------------------------------------------------------- CUDA
+def _cuda_row_broadcast(name: str, params: List[Var], out_param: Var, value: Expr, axes, shape, lowering: Lowering,
+                        p: int) -> Function:
+    """A block per row (a warp where the row's reductions and columns are short): its threads compute the
+    row's reductions together (all get the results), then stride over the row's columns (lowering.row_split)."""
+    rows, cols = prod(shape[:p]), prod(shape[p:])
+    longest = max([prod(r.shape) for r in collect(value, ReduceCompute)] + [cols], key=_static_size)
+    mode = 'block' if _static_size(longest) >= BLOCK_REDUCE_MIN_EXTENT else 'warp'
+    row, j = Var('row', int64), Var('j', int64)
+    at_row, element_value = _row_values(value, axes, shape, p, row, j)
+    pre: List[Stmt] = []
+    for r in top_reduces(at_row):
+        lowering.reduction(r, pre, mode)
+    body: List[Stmt] = []
+    element = lowering.value(element_value, body, 'thread')
+    first, step, per_block, group, groups = {
+        'warp': ('hidet_lane_idx', 32, CUDA_BLOCK // 32, 'hidet_global_warp_idx', 'hidet_global_warps'),
+        'block': ('hidet_thread_idx', CUDA_BLOCK, 1, 'hidet_block_idx', 'hidet_grid_dim')}[mode]
+    inner = For(j, call(first, dtype=int64), cols, step, Seq(body + [Store(out_param, row * cols + j, element)]))
+    loop = For(row, call(group, dtype=int64), rows, call(groups, dtype=int64), Seq(pre + [inner]))
+    return Function(name, params, loop, 'cuda', grid=(grid_size(rows, per_block),), block=(CUDA_BLOCK,))
+
+
+def _static_size(n) -> int:
+    """An extent for choosing a schedule: symbolic ones taken as large."""
+    return n if is_static(n) else 1 << 20
+
+
 def _cuda_symbolic(name: str, params: List[Var], out_param: Var, value: Expr, axes, shape,
                    lowering: Lowering) -> Function:
     """Symbolic extents: the grid comes from the dims at launch. Injective: vectorized where the innermost
@@ -212,6 +264,10 @@ def _output_kernel(task: Task, out: TensorNode, out_param: Var, params: Dict[int
     value = inline_computes(out.definition.value)
     all_params = [params[id(t)] for t in task.inputs] + [out_param]
     lowering = Lowering(params)
+    p = row_split(value, axes, out.shape)
+    if p is not None:
+        kernel = _cpu_row_broadcast if target == 'cpu' else _cuda_row_broadcast
+        return kernel(name, all_params, out_param, value, axes, out.shape, lowering, p)
     if target == 'cpu':
         return _cpu_kernel(name, all_params, out_param, value, axes, out.shape, lowering)
     if task.symbols():

@@ -18,12 +18,14 @@ from hidet.ir.compute import ReduceCompute
 from hidet.ir.dtypes import DataType, int64
 from hidet.ir.expr import (BufferLoad, Constant, Expr, TensorElement, Var, binary, call, cast, convert, is_static,
                            maximum, minimum, select)
-from hidet.ir.functors import collect, merge_divmod, rewrite, substitute
+from hidet.ir.functors import children, collect, merge_divmod, rewrite, substitute
 from hidet.ir.schedulers.analysis import depends_on, structural_key
 from hidet.ir.stmt import Assign, Declare, For, Seq, Stmt
 
 CUDA_BLOCK = 256
 CUDA_MAX_GRID = 65536 * 8  # blocks of a grid-stride loop, at most
+# a row-broadcast output's row is one block's work (row_split): its columns at most this many elements
+ROW_MAX_COLUMNS = 32768
 
 
 def prod(xs: Sequence[int]) -> int:
@@ -112,14 +114,41 @@ def combine_name(kind: str) -> str:
 
 
 def top_reduces(expr: Expr) -> List[ReduceCompute]:
-    """The reductions of ``expr`` that are not inside another reduction."""
-    nested = set()
-    reduces = collect(expr, ReduceCompute)
-    for r in reduces:
-        for inner in collect(r.value, ReduceCompute):
-            if inner is not r:
-                nested.add(id(inner))
-    return [r for r in reduces if id(r) not in nested]
+    """The reductions ``expr`` reads outside any other reduction (one read both inside another reduction and
+    outside, as layer norm's mean, counts)."""
+    seen, found, stack = set(), [], [expr]
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        if isinstance(node, ReduceCompute):
+            found.append(node)
+        else:
+            stack.extend(reversed(children(node)))
+    return found
+
+
+def row_split(value: Expr, axes: Sequence[Var], shape: Sequence[int]) -> Optional[int]:
+    """How many leading output axes (the *row*) the reductions of a *row-broadcast* output depend on, or None
+    when ``value`` (inlined) is not one. A row-broadcast output reads its reductions broadcast over the
+    remaining axes (the row's *columns*: more than one element, at most ROW_MAX_COLUMNS), and no reduction is
+    nested in another that depends on the outer one's axes: layer norm's ``(x - mean) * rsqrt(var + eps)``,
+    softmax's ``exp(x - max) / sum``. A block (a CPU thread) then computes a row's reductions once and
+    writes its columns (auto.py); the fusion pass merges a normalization's operators into one such output."""
+    reduces = top_reduces(value)
+    if not reduces or not axes:
+        return None
+    p = max((d + 1 for d, a in enumerate(axes) if any(depends_on(r, [a]) for r in reduces)), default=0)
+    if p == len(axes):
+        return None
+    columns = prod(shape[p:])
+    if is_static(columns) and not 1 < columns <= ROW_MAX_COLUMNS:
+        return None
+    for r in collect(value, ReduceCompute):
+        if any(depends_on(inner, r.axes) for inner in collect(r.value, ReduceCompute)):
+            return None
+    return p
 
 
 class Lowering:
@@ -146,16 +175,16 @@ class Lowering:
 
     def value(self, expr: Expr, stmts: List[Stmt], mode: str) -> Expr:
         """Emit statements computing ``expr``; returns the expression of its value."""
-        mapping = {r: self.reduction(r, stmts, mode) for r in top_reduces(expr)}
-        return self.loads(rewrite(expr, lambda e: mapping.get(e)) if mapping else expr)
+        mapping = {id(r): self.reduction(r, stmts, mode) for r in top_reduces(expr)}
+        return self.loads(rewrite(expr, lambda e: None, mapping) if mapping else expr)
 
     def reduction(self, r: ReduceCompute, stmts: List[Stmt], mode: str) -> Expr:
         key = structural_key(r)
         for scope in reversed(self.scopes):
             if key in scope:
                 return scope[key]
-        hoisted = {x: self.reduction(x, stmts, mode) for x in top_reduces(r.value) if not depends_on(x, r.axes)}
-        value = rewrite(r.value, lambda e: hoisted.get(e)) if hoisted else r.value
+        hoisted = {id(x): self.reduction(x, stmts, mode) for x in top_reduces(r.value) if not depends_on(x, r.axes)}
+        value = rewrite(r.value, lambda e: None, hoisted) if hoisted else r.value
         acc = self.fresh('acc', r.acc_dtype)
         stmts.append(Declare(acc, reduce_init(r.kind, r.acc_dtype)))
         extent = prod(r.shape)
