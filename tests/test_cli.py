@@ -3,6 +3,8 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 import hidet
 from hidet.cli import main
 
@@ -82,3 +84,21 @@ def test_bench_model_checks_each_backend(monkeypatch, capsys):
     out = capsys.readouterr().out
     results = json.loads(out.split('JSON ', 1)[1])['results']
     assert rc == 0 and 0 <= results['hidet']['max_error'] < 1e-4
+
+
+def test_bench_profile_and_default_backends(capsys):
+    # on a CPU-only machine: the device defaults to the CPU and the baselines to eager and inductor's default mode
+    rc = main(['bench', 'matmul', '16', '8', '4', '--dtype', 'f32', '--warmup', '1', '--repeat', '2', '--profile',
+               '--backends', 'hidet,eager'])
+    out = capsys.readouterr().out
+    assert rc == 0 and 'on cpu' in out
+    assert out.count('per call in') == 2  # a kernel table per backend
+    assert 'hidet speed-up over it' in out
+
+
+def test_bench_help_shows_the_baselines(capsys):
+    with pytest.raises(SystemExit):
+        main(['bench', 'model', '--help'])
+    out = capsys.readouterr().out
+    for name in ('inductor-ro', 'inductor-ma', '--profile', '--device'):
+        assert name in out

@@ -2,7 +2,10 @@
 
 Latency is the median over repeats, timed with CUDA events on torch's current stream (on the
 CPU: wall clock). Compile time is the first call's (hidet: optimize + build; inductor: the
-first torch.compile call). Ratios > 1 mean hidet is faster. Each backend's first result is checked
+first torch.compile call). Ratios > 1 mean hidet is faster. Baselines: ``eager``; ``inductor`` (torch.compile's
+default mode, no CUDA graphs), ``inductor-ro`` (reduce-overhead: CUDA graphs, the baseline of hidet's default,
+which replays CUDA graphs too) and ``inductor-ma`` (max-autotune, the baseline of a tuned hidet). ``--profile``
+prints each backend's kernels of one call from torch.profiler (time per call, launches, share). Each backend's first result is checked
 against float32 (``hidet.cli.accuracy``): a hidet result less accurate than eager's beyond the dtype's
 tolerance fails the command (exit 1, the reason on stderr) after printing the table.
 """
@@ -15,7 +18,9 @@ import sys
 import time
 from typing import Callable, Dict, List, Optional, Tuple
 
-BACKENDS = ('hidet', 'eager', 'inductor')
+BACKENDS = ('hidet', 'eager', 'inductor', 'inductor-ro', 'inductor-ma')
+# torch.compile's mode of each inductor baseline
+_INDUCTOR_MODES = {'inductor': None, 'inductor-ro': 'reduce-overhead', 'inductor-ma': 'max-autotune'}
 _DTYPES = {'f16': 'float16', 'float16': 'float16', 'bf16': 'bfloat16', 'bfloat16': 'bfloat16', 'f32': 'float32',
            'float32': 'float32'}
 
@@ -26,8 +31,13 @@ def add_parser(sub) -> None:
 
     def common(p):
         p.add_argument('--dtype', default='f16', choices=sorted(_DTYPES))
-        p.add_argument('--device', default='cuda', choices=['cuda', 'cpu'])
-        p.add_argument('--backends', default=','.join(BACKENDS), help='comma-separated: hidet,eager,inductor')
+        p.add_argument('--device', default=None, choices=['cuda', 'cpu'],
+                       help='default: cuda where a GPU is available, else cpu')
+        p.add_argument('--backends', default=None,
+                       help=f'comma-separated, of {",".join(BACKENDS)}; default: hidet,eager,inductor-ro on cuda, '
+                            'hidet,eager,inductor on cpu (the baseline with the same kind of launch as hidet\'s)')
+        p.add_argument('--profile', action='store_true',
+                       help="print each backend's kernels of one call (torch.profiler): time, launches, share")
         p.add_argument('--space', type=int, default=None, choices=[0, 1, 2],
                        help="hidet's search space (tuning level); default 0, for a model the --mode's "
                             '(max-autotune: 2)')
@@ -59,7 +69,8 @@ def add_parser(sub) -> None:
                    'llama')
     p.add_argument('--batch', type=int, default=1)
     p.add_argument('--seq', type=int, default=128, help='sequence length of language models')
-    p.add_argument('--mode', default=None, help='torch.compile mode for hidet and inductor (e.g. max-autotune)')
+    p.add_argument('--mode', default=None, help="torch.compile mode for hidet (e.g. max-autotune: search space 2); "
+                   'the inductor baselines keep their own modes')
     common(p)
 
 
@@ -165,20 +176,63 @@ def _reference(fn: Callable, inputs: List):
         torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = saved
 
 
+def _profile(call: Callable, device: str, calls: int = 10, top: int = 15) -> str:
+    """The kernels of one call of ``call`` (averaged over ``calls``) from torch.profiler, as a table."""
+    import torch
+    from tabulate import tabulate
+    from torch.profiler import ProfilerActivity, profile
+
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device == 'cuda' else [])
+    with profile(activities=activities) as prof:
+        for _ in range(calls):
+            call()
+        if device == 'cuda':
+            torch.cuda.synchronize()
+    kernels: Dict[str, List[float]] = {}  # name → [total µs, launches]
+    for e in prof.events():
+        if device == 'cuda' and e.device_type != torch.autograd.DeviceType.CUDA:
+            continue
+        if device == 'cpu' and e.cpu_parent is not None:  # (the CPU: top-level operators only)
+            continue
+        us = e.device_time if device == 'cuda' else e.cpu_time
+        entry = kernels.setdefault(e.name, [0.0, 0])
+        entry[0] += us
+        entry[1] += 1
+    total = sum(us for us, _ in kernels.values()) or 1.0
+    rows = sorted(kernels.items(), key=lambda kv: -kv[1][0])
+    table = [[name[:90], f'{us / calls:.1f}', f'{n / calls:g}', f'{100 * us / total:.1f}%'] for name, (us, n) in rows[:top]]
+    if len(rows) > top:
+        rest = rows[top:]
+        table.append([f'({len(rest)} more)', f'{sum(r[1][0] for r in rest) / calls:.1f}',
+                      f'{sum(r[1][1] for r in rest) / calls:g}', f'{100 * sum(r[1][0] for r in rest) / total:.1f}%'])
+    launches = sum(n for _, n in kernels.values()) / calls
+    head = f'{total / calls:.1f} µs of kernels per call in {launches:g} launches'
+    return head + '\n' + tabulate(table, headers=['kernel', 'µs / call', 'launches / call', 'share'])
+
+
+def _backends(args) -> List[str]:
+    chosen = args.backends or ('hidet,eager,inductor-ro' if args.device == 'cuda' else 'hidet,eager,inductor')
+    backends = [b.strip() for b in chosen.split(',') if b.strip()]
+    unknown = sorted(set(backends) - set(BACKENDS))
+    if unknown:
+        raise SystemExit(f'hidet bench: unknown backend(s) {unknown}; choose from {", ".join(BACKENDS)}')
+    return backends
+
+
 def run(args) -> int:
     import torch
     from tabulate import tabulate
 
     from hidet.cli import accuracy
 
-    backends = [b.strip() for b in args.backends.split(',') if b.strip()]
-    unknown = sorted(set(backends) - set(BACKENDS))
-    if unknown:
-        raise SystemExit(f'hidet bench: unknown backend(s) {unknown}; choose from {", ".join(BACKENDS)}')
+    if args.device is None:
+        args.device = 'cuda' if torch.cuda.is_available() else 'cpu'
+    backends = _backends(args)
     if args.device == 'cuda' and not torch.cuda.is_available():
         raise SystemExit('hidet bench: no CUDA device is available; pass --device cpu to benchmark on the CPU')
     results: Dict[str, Tuple[float, float]] = {}  # backend → (latency ms, compile s)
     errors: Dict[str, Optional[float]] = {}  # backend → largest error of its first result against float32
+    profiles: Dict[str, str] = {}
     # torch's float32 GEMMs: exact unless --tf32 (as hidet's), whatever the process default
     torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = bool(args.tf32)
     flops = None
@@ -187,28 +241,25 @@ def run(args) -> int:
             fn, inputs, build_hidet, hidet_result, flops, title = _op_case(args)
             title += ' tf32' if args.tf32 else ''
             runners = {'eager': lambda: (lambda: fn(*inputs)),
-                       'inductor': lambda: (lambda f=torch.compile(fn): f(*inputs)),
                        'hidet': lambda: build_hidet(args.space or 0)}
+            for name, mode in _INDUCTOR_MODES.items():
+                runners[name] = lambda mode=mode: (lambda f=torch.compile(fn, mode=mode): f(*inputs))
             results_as_torch = {'hidet': hidet_result}
             reference = _reference(fn, inputs)
         else:
             model, inputs, title = _model_case(args)
-            mode = args.mode
 
-            def compiled(backend):
+            def compiled(backend, mode):
                 import hidet.torch  # noqa: F401  (configures dynamo_config)
 
                 if backend == 'hidet' and args.space is not None:  # (else the mode's, as torch.compile's own)
                     hidet.torch.dynamo_config.search_space(args.space)
-                # the same kind of launch: hidet replays CUDA graphs by default, as inductor's reduce-overhead
-                # (max-autotune includes them too); on the CPU neither does
-                kind = mode or ('reduce-overhead' if backend == 'inductor' and args.device == 'cuda' else None)
-                f = torch.compile(model, backend=backend, mode=kind)
+                f = torch.compile(model, backend=backend, mode=mode)
                 return lambda: f(*inputs)
 
-            runners = {'eager': lambda: (lambda: model(*inputs)),
-                       'inductor': lambda: compiled('inductor'),
-                       'hidet': lambda: compiled('hidet')}
+            runners = {'eager': lambda: (lambda: model(*inputs)), 'hidet': lambda: compiled('hidet', args.mode)}
+            for name, mode in _INDUCTOR_MODES.items():
+                runners[name] = lambda mode=mode: compiled('inductor', mode)
             results_as_torch = {}
             reference = _reference(copy.deepcopy(model).float(), inputs)
         ref_scale = accuracy.scale(reference)
@@ -224,26 +275,31 @@ def run(args) -> int:
             # checked now: a CUDA-graph replay may overwrite the outputs of an earlier call (inductor's)
             errors[backend] = accuracy.max_error(results_as_torch.get(backend, lambda o: o)(out), reference)
             results[backend] = (_median_ms(call, args.device, args.warmup, args.repeat), compile_s)
+            if args.profile:
+                profiles[backend] = _profile(call, args.device)
+    hidet_ms = results['hidet'][0] if 'hidet' in results else None
     rows = []
     for backend, (ms, compile_s) in results.items():
         row = [backend, f'{ms:.4f}']
         if flops is not None:
             row.append(f'{flops / ms / 1e9:.3g}')
-        for ref in ('eager', 'inductor'):
-            row.append(f'{results[ref][0] / ms:.2f}x' if ref in results and 'hidet' == backend else '')
+        row.append(f'{ms / hidet_ms:.2f}x' if hidet_ms and backend != 'hidet' else '')
         row.append(f'{compile_s:.1f}')
         row.append('?' if errors[backend] is None else f'{errors[backend]:.3g}')
         rows.append(row)
     headers = ['backend', 'latency (ms)'] + (['TFLOP/s'] if flops is not None else []) + \
-        ['hidet speed-up vs eager', 'vs inductor', 'compile (s)', 'max error vs fp32']
+        ['hidet speed-up over it', 'compile (s)', 'max error vs fp32']
     print(f'{title} on {args.device} (outputs as large as {ref_scale:.3g})')
     print(tabulate(rows, headers=headers))
+    for backend, text in profiles.items():
+        print(f'\n{backend}: {text}')
     if args.json:
         print('JSON ' + json.dumps({'case': title, 'device': args.device, 'mode': getattr(args, 'mode', None),
                                     'space': args.space, 'tflop': flops / 1e12 if flops else None,
                                     'output_scale': ref_scale,
                                     'results': {b: {'ms': ms, 'compile_s': c, 'max_error': errors[b]}
-                                                for b, (ms, c) in results.items()}}))
+                                                for b, (ms, c) in results.items()},
+                                    'profiles': profiles}))
     tol = accuracy.TOLERANCE['tf32' if args.tf32 else _DTYPES[args.dtype]]
     problem = accuracy.verdict(errors, ref_scale, tol)
     if problem:
