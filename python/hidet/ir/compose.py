@@ -11,6 +11,7 @@ from typing import Dict, List, Sequence
 from hidet.ir.compute import GridCompute, ReduceCompute, TensorNode
 from hidet.ir.expr import Expr, TensorElement
 from hidet.ir.functors import collect, inline_computes, rewrite
+from hidet.ir.schedulers.analysis import structural_key
 
 
 class TensorReplacer:
@@ -40,10 +41,11 @@ class TensorReplacer:
 
 def count_reads(node: TensorNode, of: TensorNode) -> int:
     """How many distinct reads of ``of`` one element of ``node`` makes once definitions are inlined.
-    Inlining keeps shared sub-expressions shared (``gelu(a)`` uses ``a`` twice but reads it once),
-    and the scheduler computes each distinct read — a reduction included — once per element."""
+    Reads at the same indices count once (``gelu(a)`` uses ``a`` three times but reads it once, whether one
+    operator or eight compute it), and the scheduler computes each distinct read — a reduction included — once
+    per element."""
     value = inline_computes(node.definition.value)
-    return sum(1 for e in collect(value, TensorElement) if e.tensor is of)
+    return len({structural_key(e) for e in collect(value, TensorElement) if e.tensor is of})
 
 
 def has_reduction(outputs: Sequence[TensorNode]) -> bool:

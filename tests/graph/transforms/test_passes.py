@@ -119,10 +119,11 @@ def test_precision_conversion_saturates_constants():
 
 def test_fusion_rules():
     x = hidet.symbol([8, 16])
-    # epilogue: bias + gelu after a matmul; prologue: a cast before it
+    # epilogue: bias + gelu after a matmul; a cast before it is no prologue (the GEMM would read a computed
+    # operand of another dtype): it runs once per element, in a kernel of its own here
     y = ops.gelu(ops.matmul(ops.cast(x, 'float16'), hidet.randn([16, 4], dtype='float16')) + 1.0)
     g = hidet.trace_from(y, [x])
-    assert _names(hidet.graph.optimize(g)) == ['Fused[CastF16, Matmul, Add, Gelu]']
+    assert _names(hidet.graph.optimize(g)) == ['CastF16', 'Fused[Matmul, Add, Gelu]']
     # a reduction over a row read by a broadcast over that row joins it (computed once per row) ...
     m = ops.max(x, 1, keepdim=True)
     g = hidet.trace_from(x - m, [x])
@@ -140,6 +141,25 @@ def test_fusion_rules():
     # two anchors never share a kernel
     g = hidet.trace_from(ops.sum(ops.matmul(x, hidet.randn([16, 16])), 1), [x])
     assert len(FuseOperators()(g, PassContext()).nodes) == 2
+
+
+def test_gemm_operands_stay_direct():
+    x = hidet.symbol([32, 16], 'float16')
+    w1, w2 = hidet.randn([16, 64], dtype='float16'), hidet.randn([64, 16], dtype='float16')
+    h = ops.matmul(x, w1) + hidet.randn([64], dtype='float16')
+    # GELU-tanh written out as eight operators (as GPT-2's): once per element, in the epilogue of the matmul that
+    # produces its input, not recomputed by the next matmul at every tile it loads
+    gelu = 0.5 * h * (1.0 + ops.tanh(0.7978845608 * (h + 0.044715 * ops.pow(h, 3.0))))
+    g = hidet.trace_from(ops.matmul(gelu, w2) + x, [x])
+    assert _names(hidet.graph.optimize(g)) == ['Fused[Matmul, Add, Multiply, Pow, Multiply, Add, Multiply, Tanh, Add, '
+                                               'Multiply]', 'Fused[Matmul, Add]']
+    # re-indexing and a scale in the operand's dtype (squeeze-excitation's x * s) stay prologues
+    s = hidet.symbol([16], 'float16')
+    g = hidet.trace_from(ops.matmul(ops.transpose(ops.reshape(x, [16, 32]), 0, 1) * s, w1), [x, s])
+    assert _names(hidet.graph.optimize(g)) == ['Fused[Reshape, Permute, Multiply, Matmul]']
+    # an activation of a graph input (no producer to carry it) runs in its own kernel
+    g = hidet.trace_from(ops.matmul(ops.silu(x), w1), [x])
+    assert _names(hidet.graph.optimize(g)) == ['Silu', 'Matmul']
 
 
 @pytest.mark.parametrize('norm', ['layer_norm', 'rms_norm', 'group_norm', 'softmax', 'log_softmax'])

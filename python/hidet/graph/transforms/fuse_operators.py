@@ -30,7 +30,8 @@ from hidet.graph.transforms.base import GraphPass
 from hidet.graph.transforms.pass_context import PassContext
 from hidet.graph.ops.reduce import ReduceOp
 from hidet.ir.compose import count_reads, reads_data_dependent
-from hidet.ir.functors import inline_computes
+from hidet.ir.expr import Binary, Call, Cast, Expr, TensorElement, Unary
+from hidet.ir.functors import children, inline_computes
 from hidet.ir.schedulers.lowering import row_split
 
 
@@ -76,6 +77,8 @@ class FuseOperators(GraphPass):
             elif producer.anchors and not (_epilogue_ok(producer, consumer)
                                            or _row_broadcast_ok(producer, consumer, position)):
                 return False
+            elif consumer.anchors and not producer.anchors and not _prologue_ok(producer, consumer):
+                return False
             consumer.members = producer.members + consumer.members
             consumer.positions = producer.positions + consumer.positions
             consumer.anchors = producer.anchors + consumer.anchors
@@ -83,24 +86,37 @@ class FuseOperators(GraphPass):
                 group_of[id(member)] = consumer
             return True
 
-        # Epilogues first, walking forward (bias + activation join the matmul/conv before they could
-        # become a prologue of the next anchor), then everything else walking back from the graph's
-        # end, so chains collapse toward their sinks in one sweep.
+        # Three sweeps. Injective chains first, walking back from the graph's end (an activation written out as
+        # several operators, GELU-tanh's eight, becomes one group reading its input once); then epilogues, walking
+        # forward (bias + activation + residual join the matmul/conv that produces their input, before they could
+        # become a prologue of the next one); then everything else (prologues by _prologue_ok, row-broadcast
+        # groups), walking back again.
+        def sweep_back(only_injective: bool):
+            for node in reversed(graph.nodes):
+                changed = True
+                while changed:
+                    changed = False
+                    group = group_of[id(node)]
+                    if only_injective and group.anchors:
+                        break
+                    for member in list(group.members):
+                        for t in member.inputs:
+                            if t.trace is None:
+                                continue
+                            producer = group_of[id(t.trace[0])]
+                            if only_injective and producer.anchors:
+                                continue
+                            if try_merge(producer, group):
+                                changed = True
+
+        sweep_back(only_injective=True)
         for node in graph.nodes:
             if not is_anchor(node):
                 group = group_of[id(node)]
                 for t in node.inputs:
                     if t.trace is not None and group_of[id(t.trace[0])].anchors:
                         try_merge(group_of[id(t.trace[0])], group)
-        for node in reversed(graph.nodes):
-            changed = True
-            while changed:
-                changed = False
-                group = group_of[id(node)]
-                for member in list(group.members):
-                    for t in member.inputs:
-                        if t.trace is not None and try_merge(group_of[id(t.trace[0])], group):
-                            changed = True
+        sweep_back(only_injective=False)
         groups = list({id(g): g for g in group_of.values()}.values())
         groups.sort(key=lambda g: max(g.positions))
         return _rebuild(graph, groups, position)
@@ -131,6 +147,46 @@ def _row_broadcast_ok(producer: _Group, consumer: _Group, position: Dict[int, in
         return False
     out = FusedOperator.compose(members, _external_inputs(members)).outputs[0]
     return row_split(inline_computes(out.definition.value), out.definition.axes, out.shape) is not None
+
+
+def _prologue_ok(producer: _Group, consumer: _Group) -> bool:
+    """Whether the injective ``producer`` may be recomputed at each read by the anchored ``consumer``. A
+    reduction's prologue: always (a norm's input cast, a residual add). A matmul or convolution's (whose
+    template copies an operand read as it is with cp.async / TMA, and evaluates any other per element of
+    each tile it loads, so once per tile of the other dimension): only re-indexing (transpose, reshape,
+    padding) and at most MAX_PROLOGUE_OPS arithmetic operations in the operand's own dtype. A cast, an
+    activation (GELU, SiLU, exp) or longer arithmetic runs once per element instead: in the epilogue of
+    its producer's kernel (the epilogue sweep) or in a kernel of its own."""
+    if all(isinstance(a, ReduceOp) for a in consumer.anchors):
+        return True
+    task = FusedOperator.compose(producer.members, _external_inputs(producer.members))
+    return all(_cheap(inline_computes(out.definition.value), out.dtype) for out in task.outputs)
+
+
+MAX_PROLOGUE_OPS = 4
+
+
+def _cheap(value: Expr, dtype) -> bool:
+    """At most MAX_PROLOGUE_OPS arithmetic operations on values of ``dtype`` (index arithmetic aside), no call
+    and no cast to another type of floats."""
+    ops, seen, stack = 0, set(), [value]
+    while stack:
+        e = stack.pop()
+        if id(e) in seen:
+            continue
+        seen.add(id(e))
+        if isinstance(e, TensorElement):
+            if e.tensor.dtype.is_float() and e.tensor.dtype != dtype:
+                return False
+            continue  # (its indices are addressing, not work on values)
+        if isinstance(e, Call):
+            return False
+        if isinstance(e, Cast) and e.dtype.is_float() and e.a.dtype.is_float() and e.dtype != e.a.dtype:
+            return False
+        if isinstance(e, (Binary, Unary)) and e.dtype.is_float():
+            ops += 1
+        stack.extend(children(e))
+    return ops <= MAX_PROLOGUE_OPS
 
 
 def _no_larger(a: Tensor, b: Tensor) -> bool:
