@@ -54,18 +54,18 @@ def test_cpu_template_every_candidate(case):
 
 
 def test_cpu_template_runs_fused_graphs():
-    """A cast prologue and a bias + GELU + residual epilogue fused into the CPU template's kernel."""
+    """A scale prologue and a bias + GELU + residual (cast) epilogue fused into the CPU template's kernel."""
     torch.manual_seed(0)
-    x, w, bias, res = torch.randn(37, 64), torch.randn(64, 48).half(), torch.randn(48).half(), torch.randn(37, 48)
+    x, w, bias, res = torch.randn(37, 64).half(), torch.randn(64, 48).half(), torch.randn(48).half(), torch.randn(37, 48)
 
     def fn(x, w, bias, res):
-        return ops.gelu(ops.matmul(ops.cast(x, 'float16'), w) + bias) + ops.cast(res, 'float16')
+        return ops.gelu(ops.matmul(x * 0.5 + 1.0, w) + bias) + ops.cast(res, 'float16')
 
     syms = [hidet.symbol(list(t.shape), str(t.dtype).replace('torch.', '')) for t in (x, w, bias, res)]
     graph = hidet.graph.optimize(hidet.trace_from(fn(*syms), syms))
     assert len(graph.nodes) == 1 and find_matmul_template(graph.nodes[0].task, 'cpu') is not None
     got = graph.build()(*[hidet.from_torch(t) for t in (x, w, bias, res)]).torch()
-    want = torch.nn.functional.gelu(x.half().float() @ w.float() + bias.float()).half().float() + res.half().float()
+    want = torch.nn.functional.gelu((x * 0.5 + 1.0).float() @ w.float() + bias.float()).half().float() + res.half().float()
     torch.testing.assert_close(got.float(), want, rtol=2e-2, atol=2e-2)
 
 

@@ -28,6 +28,8 @@ from hidet.graph.ops.fused import FusedOperator, is_anchor
 from hidet.graph.tensor import Tensor
 from hidet.graph.transforms.base import GraphPass
 from hidet.graph.transforms.pass_context import PassContext
+from hidet.graph.ops.conv import ConvChannelsLastOp, ConvOp
+from hidet.graph.ops.matmul import MatmulOp
 from hidet.graph.ops.reduce import ReduceOp
 from hidet.ir.compose import count_reads, reads_data_dependent
 from hidet.ir.expr import Binary, Call, Cast, Expr, TensorElement, Unary
@@ -151,19 +153,26 @@ def _row_broadcast_ok(producer: _Group, consumer: _Group, position: Dict[int, in
 
 def _prologue_ok(producer: _Group, consumer: _Group) -> bool:
     """Whether the injective ``producer`` may be recomputed at each read by the anchored ``consumer``. A
-    reduction's prologue: always (a norm's input cast, a residual add). A matmul or convolution's (whose
+    reduction's or a depthwise convolution's prologue: always (a norm's input cast, a residual add). A matmul or
+    dense convolution's (whose
     template copies an operand read as it is with cp.async / TMA, and evaluates any other per element of
     each tile it loads, so once per tile of the other dimension): only re-indexing (transpose, reshape,
     padding) and at most MAX_PROLOGUE_OPS arithmetic operations in the operand's own dtype. A cast, an
     activation (GELU, SiLU, exp) or longer arithmetic runs once per element instead: in the epilogue of
     its producer's kernel (the epilogue sweep) or in a kernel of its own."""
-    if all(isinstance(a, ReduceOp) for a in consumer.anchors):
+    if not any(_copies_operands(a) for a in consumer.anchors):
         return True
     task = FusedOperator.compose(producer.members, _external_inputs(producer.members))
     return all(_cheap(inline_computes(out.definition.value), out.dtype) for out in task.outputs)
 
 
 MAX_PROLOGUE_OPS = 4
+
+
+def _copies_operands(op: Operator) -> bool:
+    """Operators whose tensor-core template copies its operands as they are: matmuls and dense convolutions
+    (a depthwise convolution's template reads its input element by element anyway)."""
+    return isinstance(op, (MatmulOp, ConvChannelsLastOp)) or (isinstance(op, ConvOp) and op.attrs['groups'] == 1)
 
 
 def _cheap(value: Expr, dtype) -> bool:

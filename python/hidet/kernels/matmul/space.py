@@ -129,11 +129,50 @@ def _wg_default(spec: GemmSpec, sms: int):
         if bn == 64 and _tiles(spec, 128, 64) >= 2 * sms:
             return wg_config(spec, 128, 64, 64, sms, stages=3)
         return wg_config(spec, 64, bn, bn, sms, stages=3)
-    for bm, bn, wn in ((128, 256, 256), (128, 128, 128), (128, 64, 64)):
-        if _fits(spec, bm, bn) and _tiles(spec, bm, bn) >= sms:
-            return wg_config(spec, bm, bn, wn, sms)
-    bn = 128 if _fits(spec, 64, 128) else 64
-    return wg_config(spec, 64, bn, bn, sms, stages=6)
+    return _wg_dense_default(spec, sms)
+
+
+# The cost model of a dense wgmma GEMM (fitted on the H100 to the transformer shapes of issue 22, m = 128 and 197,
+# n and k the hidden and MLP sizes of GPT-2 and a Llama-style model, every level-2 candidate timed in CUDA graphs):
+# a launch, then per wave of tiles a pipeline fill and the tile's FLOPs at the SM's sustained rate for that tile
+# shape, and the reduction of split-k's partial sums (a fixed cost and their float32 traffic, written and read).
+LAUNCH_US, WAVE_FILL_US, SPLIT_US = 2.0, 1.0, 2.5
+PARTIALS_BYTES_PER_US = 2.5e6
+SM_TFLOPS = 4.5  # one SM's sustained wgmma rate at 128 x 256 tiles
+TILE_EFFICIENCY = {(128, 256): 1.0, (128, 128): 0.95, (128, 64): 0.9, (64, 256): 0.9, (64, 128): 0.85, (64, 64): 0.8}
+WG_DENSE_SHAPES = ((128, 256, 256), (128, 128, 128), (128, 64, 64), (64, 128, 128), (64, 64, 64))
+
+
+def wg_cost_us(spec: GemmSpec, bm: int, bn: int, split: int, sms: int) -> float:
+    """The modelled time of ``spec`` in bm x bn wgmma tiles split ``split`` ways along k."""
+    waves = -(-_tiles(spec, bm, bn) * split // sms)
+    k = -(-_k_tiles(spec, WG_BK) // split) * WG_BK
+    tile_us = 2.0 * bm * bn * k / (SM_TFLOPS * 1e6 * TILE_EFFICIENCY[(bm, bn)])
+    partials_us = SPLIT_US + split * spec.m * spec.n * spec.batch * 8 / PARTIALS_BYTES_PER_US if split > 1 else 0.0
+    return LAUNCH_US + waves * (WAVE_FILL_US + tile_us) + partials_us
+
+
+def _wg_dense_default(spec: GemmSpec, sms: int) -> MmaConfig:
+    """The tile shape and split-k of least modelled time (wg_cost_us; larger tiles first among equals), in 4
+    stages, copied by TMA where it can (e.g. 128 x 3072 x 768: 64 x 64 tiles, 96 blocks, 4.7 µs against 8.1 for
+    64 x 128 split 2; 128 x 768 x 3072: 64 x 64 split 4)."""
+    best = None
+    for bm, bn, wn in WG_DENSE_SHAPES:
+        if not _fits(spec, bm, bn):
+            continue
+        for split in (1, 2, 4, 8):
+            if split > 1 and _k_tiles(spec, WG_BK) // split < 4:
+                break
+            cost = wg_cost_us(spec, bm, bn, split, sms)
+            if best is None or cost < best[0] - 1e-9:
+                best = (cost, bm, bn, wn, split)
+    _, bm, bn, wn, split = best
+    cfg = MmaConfig(bm, bn, WG_BK, 64, wn, WG_MAX_STAGES, split, True)
+    while cfg.stages > 3 and smem_bytes(spec, cfg) > MAX_SMEM:
+        cfg = replace(cfg, stages=cfg.stages - 1)
+    if not tma_unsupported(spec) and not check_config(spec, replace(cfg, tma=True)):
+        cfg = replace(cfg, tma=True)
+    return cfg
 
 
 def default_config(spec: GemmSpec, sms: int = None, wgmma: bool = False) -> MmaConfig:
