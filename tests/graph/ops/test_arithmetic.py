@@ -147,6 +147,17 @@ def test_pow_integer(dtype, device):
         hx ** -1
 
 
+@pytest.mark.parametrize('exponent', [1, 2, 3, 3.0, 0.5, -1, -2, 2.5])
+def test_pow_float_by_a_scalar(exponent, device):
+    # small exponents are products (as torch's pow_tensor_scalar), not a pow() call: GELU-tanh's x ** 3
+    x = torch.randn(4, 33, device=device) * 3
+    if exponent in (0.5, 2.5):
+        x = x.abs()
+    task = ops.pow(hidet.symbol([4, 33], 'float32', device), exponent).trace[0].task
+    assert ('pow' in str(task.outputs[0].definition.value)) == (exponent == 2.5)
+    check(ops.pow(hidet.from_torch(x), exponent), x ** exponent)
+
+
 def test_pow_integer_edge_cases(device):
     x = torch.tensor([2, 3, -1, 1, 0, -2, 7, -1], dtype=torch.int32, device=device)
     y = torch.tensor([-1, 2, -3, -5, -1, -2, 31, -4], dtype=torch.int32, device=device)

@@ -200,8 +200,16 @@ def pow(x, y) -> Tensor:  # noqa: A001
 
 def _pow(a, b) -> Expr:
     dtype = binary('+', a, b).dtype  # torch's promotion, a Python scalar taking the tensor's dtype
+    exponent = b if isinstance(b, (int, float)) and not isinstance(b, bool) else None
     a, b = cast(convert(a, dtype), dtype), cast(convert(b, dtype), dtype)
+    if dtype.is_float() and exponent in _POWERS:  # as torch's pow_tensor_scalar: products, not a pow() call
+        return _POWERS[exponent](a)
     return call('pow' if dtype.is_float() else 'ipow', a, b)
+
+
+# float powers by a scalar that torch computes without pow() (GELU-tanh's x ** 3: a call costs tens of instructions)
+_POWERS = {1: lambda a: a, 2: lambda a: a * a, 3: lambda a: a * a * a, 0.5: lambda a: call('sqrt', a),
+           -1: lambda a: 1.0 / a, -2: lambda a: 1.0 / (a * a)}
 
 
 def maximum_(x, y) -> Tensor: return _binary(x, y, maximum, 'maximum')

@@ -107,7 +107,7 @@ def _wg_default(spec: GemmSpec, sms: int):
     against 22.1 for 128 x 128 split 4)."""
     if spec.m <= 64:
         return None
-    if spec.a.gather is not None or spec.b.gather is not None:
+    if any(op.gather is not None and op.gather.window is not None for op in (spec.a, spec.b)):
         # a convolution (resnet50's 3x3 layers at batch 32 on the H100, level 0 against the best of level 2)
         bn = min(256, _pow2_ceil(spec.n))
         if not tma_unsupported(spec):
