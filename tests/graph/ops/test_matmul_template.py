@@ -620,3 +620,16 @@ def test_conv_window_only_where_im2col_fits():
     spec = match_gemm(hidet.graph.optimize(hidet.trace_from(y, [q, w])).nodes[0].task)
     if spec.a.gather is not None:
         assert spec.a.gather.window is None
+
+
+@pytest.mark.parametrize('shape,config', [
+    ((128, 3072, 768), '64x64x64_w64x64_p4_wg_tma'),  # 96 tiles in one wave, no split-k (was 64 x 128 split 2)
+    ((128, 768, 3072), '64x64x64_w64x64_p4_s4_wg_tma'),  # 24 tiles: split 4 fills the GPU
+    ((197, 3072, 768), '128x64x64_w64x64_p4_wg_tma'),
+    ((4096, 4096, 4096), '128x256x64_w64x256_p4_wg_tma'),
+    ((128, 16, 96), '64x64x64_w64x64_p6_wg'),  # narrower than every tile
+])
+def test_wgmma_defaults_follow_the_cost_model(shape, config):
+    m, n, k = shape
+    spec = match_gemm(matmul_task([m, k], [k, n]))
+    assert default_config(spec, 132, wgmma=True).name() == config

@@ -166,6 +166,8 @@ def _wg_dense_default(spec: GemmSpec, sms: int) -> MmaConfig:
             cost = wg_cost_us(spec, bm, bn, split, sms)
             if best is None or cost < best[0] - 1e-9:
                 best = (cost, bm, bn, wn, split)
+    if best is None:  # narrower than every tile (n or m < 64): the smallest, if check_config takes it at all
+        return wg_config(spec, 64, 64, 64, sms, stages=6)
     _, bm, bn, wn, split = best
     cfg = MmaConfig(bm, bn, WG_BK, 64, wn, WG_MAX_STAGES, split, True)
     while cfg.stages > 3 and smem_bytes(spec, cfg) > MAX_SMEM:
