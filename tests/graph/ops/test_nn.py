@@ -136,6 +136,11 @@ def test_resize(mode, align, device):
               F.interpolate(x, size, mode=mode, align_corners=align))
     check(ops.resize2d(H(x), scale_factor=2, mode=mode, align_corners=align),
           F.interpolate(x, scale_factor=2, mode=mode, align_corners=align))
+    # a fractional factor maps output indices back through 1 / factor, not through the rounded sizes' ratio
+    # (the original Hidet's tests: 1.3 gave the right sizes and wrong values); recompute_scale_factor: the ratio
+    for factor, recompute in [(1.3, None), ((0.7, 2.3), None), (1.3, True)]:
+        check(ops.resize2d(H(x), scale_factor=factor, mode=mode, align_corners=align, recompute_scale_factor=recompute),
+              F.interpolate(x, scale_factor=factor, mode=mode, align_corners=align, recompute_scale_factor=recompute))
 
 
 @pytest.mark.parametrize('dtype', ['float32', 'float16'])

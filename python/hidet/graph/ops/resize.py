@@ -1,5 +1,7 @@
 """2-D resizing (torch.nn.functional.interpolate on N, C, H, W): 'nearest' and 'bilinear'
-(align_corners either way), computing source coordinates in float32 as torch does."""
+(align_corners either way), computing source coordinates in float32 as torch does: an output index maps
+back through 1 / scale_factor where the caller gave one (a fractional factor such as 1.3 is not the ratio of
+the rounded sizes), else through input size / output size."""
 from __future__ import annotations
 
 from typing import Optional, Sequence, Union
@@ -14,7 +16,8 @@ from hidet.ir.task import Task
 
 
 class Resize2dOp(Operator):
-    def __init__(self, x: Tensor, size: Sequence[int], mode: str, align_corners: bool):
+    def __init__(self, x: Tensor, size: Sequence[int], mode: str, align_corners: bool,
+                 scale_factors: Optional[Sequence[float]] = None):
         a = input_node('x', x)
         n, c, h, w = a.shape
         oh, ow = size
@@ -23,6 +26,8 @@ class Resize2dOp(Operator):
         def scale(d: int) -> float:
             if mode == 'bilinear' and align_corners:
                 return (ins[d] - 1) / (outs[d] - 1) if outs[d] > 1 else 0.0
+            if scale_factors is not None and scale_factors[d] > 0:
+                return 1.0 / scale_factors[d]
             return ins[d] / outs[d]
 
         def element(nn, cc, i, j):
@@ -48,12 +53,15 @@ class Resize2dOp(Operator):
             return cast(top * (1.0 - ly) + bottom * ly, a.dtype)
 
         out = compute('y', [n, c, oh, ow], element)
-        attrs = {'size': list(size), 'mode': mode, 'align_corners': align_corners}
+        attrs = {'size': list(size), 'mode': mode, 'align_corners': align_corners,
+                 'scale_factors': None if scale_factors is None else [float(f) for f in scale_factors]}
         super().__init__([x], attrs, Task(f'resize_{mode}', [a], [out]))
 
 
 def resize2d(x: Tensor, size: Optional[Union[int, Sequence[int]]] = None, scale_factor=None, mode: str = 'nearest',
-             align_corners: Optional[bool] = None) -> Tensor:
+             align_corners: Optional[bool] = None, recompute_scale_factor: Optional[bool] = None) -> Tensor:
+    """torch.nn.functional.interpolate of a 4-D input; ``recompute_scale_factor`` as torch's (True: the
+    coordinates follow the rounded output size instead of ``scale_factor``)."""
     if x.ndim != 4:
         raise ValueError(f'resize2d: expected a 4-D (N, C, H, W) input, got {x.shape}')
     if mode not in ('nearest', 'bilinear'):
@@ -62,8 +70,12 @@ def resize2d(x: Tensor, size: Optional[Union[int, Sequence[int]]] = None, scale_
         raise ValueError('resize2d: align_corners only applies to bilinear resizing')
     if (size is None) == (scale_factor is None):
         raise ValueError('resize2d: give exactly one of size and scale_factor')
+    factors = None
     if size is None:
-        factors = [scale_factor] * 2 if isinstance(scale_factor, (int, float)) else list(scale_factor)
+        factors = [float(scale_factor)] * 2 if isinstance(scale_factor, (int, float)) else \
+            [float(f) for f in scale_factor]
         size = [int(x.shape[2 + d] * factors[d]) for d in range(2)]
+        if recompute_scale_factor:
+            factors = None
     size = [size] * 2 if isinstance(size, int) else [int(s) for s in size]
-    return Resize2dOp(x, size, mode, bool(align_corners)).get_output(0)
+    return Resize2dOp(x, size, mode, bool(align_corners), factors).get_output(0)

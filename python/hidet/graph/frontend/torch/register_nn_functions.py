@@ -374,7 +374,7 @@ def interpolate(input: Tensor, size=None, scale_factor=None, mode='nearest', ali
     if input.ndim != 4 or mode not in ('nearest', 'bilinear') or antialias:
         raise NotImplementedError(f'interpolate: only 4-D nearest/bilinear resizing is supported (mode={mode!r}, '
                                   f'{input.ndim}-D input)')
-    return ops.resize2d(input, size, scale_factor, mode, align_corners)
+    return ops.resize2d(input, size, scale_factor, mode, align_corners, recompute_scale_factor)
 
 
 @register_function(F.pad)
