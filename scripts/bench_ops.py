@@ -1,7 +1,9 @@
 """Operator benchmark on the GPU: hidet's generated kernels against torch eager, same inputs, median of
 CUDA-event timings of back-to-back calls (GB/s counts each input read and each output written once).
 
-    python scripts/bench_ops.py
+    python scripts/bench_ops.py            # elementwise, reductions, copies at 4096 x 4096
+    python scripts/bench_ops.py --norms    # one-kernel layer / RMS norm and softmax at transformer shapes, with
+                                           # the row-broadcast kernel in block and in warp mode
 """
 import statistics
 
@@ -59,6 +61,58 @@ def variance_rows(hx: hidet.Tensor) -> hidet.graph.operator.Operator:
     return VarOp(hx)
 
 
+def fused(build, shape, dtype=torch.float16):
+    """The one fused operator ``hidet.graph.optimize`` makes of ``build(x)``, on a random input of ``shape``."""
+    x = hidet.symbol(list(shape), str(dtype).split('.')[-1], 'cuda')
+    graph = hidet.graph.optimize(hidet.trace_from(build(x), [x]))
+    assert len(graph.nodes) == 1, [n for n in graph.nodes]
+    node = graph.nodes[0]
+    bound = hidet.from_torch(torch.randn(*shape, device='cuda', dtype=dtype))
+    return type('Bound', (), {'task': node.task, 'inputs': [bound] + list(node.inputs[1:]), 'outputs': node.outputs})
+
+
+def scheduled(op):
+    """Launch the auto-scheduler's kernel of ``op`` as scheduled now (no template, no in-process memo)."""
+    from hidet.backend.cache import build_library
+    from hidet.backend.codegen import generate
+    from hidet.ir.schedulers import schedule_task
+    from hidet.runtime.compiled_module import CompiledModule
+
+    module = CompiledModule(build_library(generate(schedule_task(op.task, 'cuda')), 'cuda', op.task.name))['launch']
+    outputs = [hidet.empty(t.shape, t.dtype, 'cuda') for t in op.outputs]
+    return lambda: module(*op.inputs, *outputs)
+
+
+def norms() -> None:
+    """Row-broadcast kernels (lowering.row_split) at transformer shapes against torch, in the auto-scheduler's
+    block mode and with a warp per row (BLOCK_REDUCE_MIN_EXTENT raised for the second build)."""
+    from hidet.ir.schedulers import auto
+
+    w = hidet.from_torch(torch.rand(768, device='cuda', dtype=torch.float16) + 0.5)
+    w2k = hidet.from_torch(torch.rand(2048, device='cuda', dtype=torch.float16) + 0.5)
+    cases = [('layer_norm 128x768', lambda x: ops.layer_norm(x, 768, w, w), (128, 768),
+              lambda t: F.layer_norm(t, [768], w.torch(), w.torch())),
+             ('layer_norm 197x768', lambda x: ops.layer_norm(x, 768, w, w), (197, 768),
+              lambda t: F.layer_norm(t, [768], w.torch(), w.torch())),
+             ('layer_norm 4096x768', lambda x: ops.layer_norm(x, 768, w, w), (4096, 768),
+              lambda t: F.layer_norm(t, [768], w.torch(), w.torch())),
+             ('rms_norm 128x2048', lambda x: ops.rms_norm(x, 2048, w2k), (128, 2048),
+              lambda t: F.rms_norm(t, [2048], w2k.torch())),
+             ('softmax 1536x128', lambda x: ops.softmax(x, -1), (1536, 128), lambda t: torch.softmax(t, -1))]
+    print(f'{"case":24s} {"block ms":>9s} {"warp ms":>9s} {"torch ms":>9s}')
+    for name, build, shape, reference in cases:
+        op = fused(build, shape)
+        block = median_ms(scheduled(op))
+        saved = auto.BLOCK_REDUCE_MIN_EXTENT
+        auto.BLOCK_REDUCE_MIN_EXTENT = 1 << 30
+        try:
+            warp = median_ms(scheduled(op))
+        finally:
+            auto.BLOCK_REDUCE_MIN_EXTENT = saved
+        t = op.inputs[0].torch()
+        print(f'{name:24s} {block:9.4f} {warp:9.4f} {median_ms(lambda: reference(t)):9.4f}')
+
+
 def main(slow=()) -> None:
     """``slow``: names of cases timed with few calls (kernels of other schedulers that take long)."""
     from hidet.graph.ops.arithmetic import UnaryElementwiseOp, BinaryElementwiseOp
@@ -107,4 +161,6 @@ def main(slow=()) -> None:
 
 
 if __name__ == '__main__':
-    main()
+    import sys
+
+    norms() if '--norms' in sys.argv else main()
