@@ -274,7 +274,8 @@ def test_row_broadcast_reductions_run_once_per_row(target, n, mode):
         assert rows[0].kind == 'parallel' and columns[0].kind == 'simd'
 
 
-@pytest.mark.parametrize('m,n,dtype', [(6, 300, 'float32'), (33, 40, 'float16'), (3, 2000, 'float16')])
+@pytest.mark.parametrize('m,n,dtype', [(6, 300, 'float32'), (33, 40, 'float16'), (3, 2000, 'float16'),
+                                       (1100, 200, 'float16')])
 def test_row_broadcast_computes_like_torch(m, n, dtype, device):
     x = (torch.randn(m, n, device=device) * 3 + 1).to(getattr(torch, dtype))
     expected = torch.nn.functional.layer_norm(x.float(), [n]).to(x.dtype)
