@@ -181,3 +181,22 @@ def test_modules_in_fx_graphs():
     with torch.no_grad():
         for got, want in zip(compiled(x), model(x)):
             torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize('case', ['reduce_0d', 'roll_empty', 'unbatched_pooling', 'divisor_override'])
+def test_frontend_gaps_found_by_the_original_tests(case):
+    # cases from PyTorch's OpInfo samples and the original Hidet's tests that failed here (issue 24)
+    x0, empty = (lambda: torch.randn(())), (lambda: torch.randn(0, 3))
+    image = lambda: torch.randn(3, 7, 6)  # noqa: E731  (unbatched: C, H, W)
+    batch = lambda: torch.randn(2, 3, 7, 7)  # noqa: E731
+    if case == 'reduce_0d':  # dimension 0 (or -1) of a 0-d tensor, as torch
+        compile_and_compare(lambda x: (x.sum(0) + 1, torch.amax(x, -1), x.mean(0, keepdim=True), x.argmax(0)), x0)
+    elif case == 'roll_empty':
+        compile_and_compare(lambda x: torch.roll(x, 1, 0) + 1, empty)
+    elif case == 'unbatched_pooling':
+        compile_and_compare(lambda x: (F.max_pool2d(x, 2), F.avg_pool2d(x, 3, 2, 1), F.adaptive_avg_pool2d(x, 2),
+                                       F.adaptive_max_pool2d(x, 2), F.avg_pool1d(x[0], 2),
+                                       F.adaptive_avg_pool1d(x[0], 3)), image)
+    else:
+        compile_and_compare(lambda x: (F.avg_pool2d(x, 3, 2, 1, divisor_override=5),
+                                       F.avg_pool2d(x, 2, divisor_override=3)), batch)

@@ -6,6 +6,7 @@ from typing import Optional, Sequence, Union
 
 from hidet.graph.operator import Operator
 from hidet.graph.ops import arithmetic as ew
+from hidet.graph.ops.reshape import reshape
 from hidet.graph.ops.utils import input_node, normalize_axes, normalize_axis
 from hidet.graph.tensor import Tensor
 from hidet.ir.compute import compute, default_acc_dtype, reduce
@@ -102,9 +103,10 @@ class ArgReduceOp(Operator):
 
 
 def _arg(x: Tensor, axis: Optional[int], keepdim: bool, kind: str) -> Tensor:
+    if axis is not None and x.ndim == 0:  # dimension 0 (or -1) of a 0-d tensor: index 0, as torch
+        normalize_axis(f'arg{kind}', axis, 0)
+        axis = None
     if axis is None:
-        from hidet.graph.ops.reshape import reshape
-
         x, axis, keepdim = reshape(x, [-1]), 0, False
     axis = normalize_axis(f'arg{kind}', axis, x.ndim)
     extreme = _reduce(x, axis, True, kind)

@@ -48,6 +48,8 @@ def normalize_axes(op: str, axes: Optional[Union[int, Sequence[int]]], ndim: int
     if isinstance(axes, int):
         axes = [axes]
     result = sorted(normalize_axis(op, a, ndim) for a in axes)
+    if ndim == 0:  # a 0-d tensor's dimension 0 (or -1), as torch: nothing to reduce or move
+        return []
     if len(set(result)) != len(result):
         raise ValueError(f'{op}: axis {list(axes)} names a dimension twice')
     return result

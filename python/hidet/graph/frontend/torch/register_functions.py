@@ -501,7 +501,7 @@ def roll(input: Tensor, shifts, dims=None):
         return ops.reshape(roll(ops.reshape(input, [-1]), shifts, 0), list(input.shape))
     for s, d in zip(dims_arg(shifts), dims_arg(dims)):
         n = input.shape[d]
-        s %= n
+        s = s % n if n else 0  # (an empty dimension: nothing to move)
         if s:
             a, b = ops.split(input, [n - s, s], d)
             input = ops.concat([b, a], d)

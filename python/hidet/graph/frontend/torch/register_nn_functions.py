@@ -297,27 +297,41 @@ def local_response_norm(input: Tensor, size: int, alpha=1e-4, beta=0.75, k=1.0):
 
 
 # ---------------------------------------------------------------- pooling
+def _images(pool2d, input: Tensor, *args):
+    """``pool2d`` of [N, C, H, W], or of an unbatched [C, H, W] as a batch of one (as torch)."""
+    if input.ndim == 3:
+        return ops.squeeze(pool2d(ops.unsqueeze(input, [0]), *args), [0])
+    return pool2d(input, *args)
+
+
 @register_function(F.max_pool2d, torch.max_pool2d)
 def max_pool2d(input: Tensor, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
                return_indices=False):
     if return_indices:
         raise NotImplementedError('max_pool2d with return_indices=True is not supported')
     stride = None if stride is None or (isinstance(stride, (list, tuple)) and not stride) else pair(stride)
-    return ops.max_pool2d(input, pair(kernel_size), stride, pair(padding), pair(dilation), ceil_mode)
+    return _images(ops.max_pool2d, input, pair(kernel_size), stride, pair(padding), pair(dilation), ceil_mode)
 
 
 @register_function(*_targets('avg_pool2d'))
 def avg_pool2d(input: Tensor, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
                divisor_override=None):
-    if divisor_override is not None:
-        raise NotImplementedError('avg_pool2d with divisor_override is not supported')
     stride = None if stride is None or (isinstance(stride, (list, tuple)) and not stride) else pair(stride)
-    return ops.avg_pool2d(input, pair(kernel_size), stride, pair(padding), ceil_mode, count_include_pad)
+    kernel = pair(kernel_size)
+    if divisor_override is not None:
+        # the window's sum over the divisor: the average counting padding, times the window's area (every window
+        # lies inside the padded input without ceil_mode)
+        if ceil_mode:
+            raise NotImplementedError('avg_pool2d with divisor_override and ceil_mode=True is not supported; '
+                                      'pass ceil_mode=False or pad the input first')
+        mean = _images(ops.avg_pool2d, input, kernel, stride, pair(padding), False, True)
+        return ops.multiply(mean, float(kernel[0] * kernel[1]) / float(divisor_override))
+    return _images(ops.avg_pool2d, input, kernel, stride, pair(padding), ceil_mode, count_include_pad)
 
 
 @register_function(*_targets('adaptive_avg_pool2d'))
 def adaptive_avg_pool2d(input: Tensor, output_size):
-    return ops.adaptive_avg_pool2d(input, output_size)
+    return _images(ops.adaptive_avg_pool2d, input, output_size)
 
 
 @register_function(F.adaptive_max_pool2d, torch.adaptive_max_pool2d if hasattr(torch, 'adaptive_max_pool2d')
@@ -325,7 +339,7 @@ def adaptive_avg_pool2d(input: Tensor, output_size):
 def adaptive_max_pool2d(input: Tensor, output_size, return_indices=False):
     if return_indices:
         raise NotImplementedError('adaptive_max_pool2d with return_indices=True is not supported')
-    return ops.adaptive_max_pool2d(input, output_size)
+    return _images(ops.adaptive_max_pool2d, input, output_size)
 
 
 def _as_2d(pool2d, input: Tensor, *args):
@@ -355,8 +369,7 @@ def adaptive_max_pool1d(input: Tensor, output_size, return_indices=False):
 
 @register_function(*_targets('adaptive_avg_pool1d'))
 def adaptive_avg_pool1d(input: Tensor, output_size):
-    y = ops.adaptive_avg_pool2d(ops.unsqueeze(input, [-2]), [1, pair(output_size, 1)[0]])
-    return ops.squeeze(y, [-2])
+    return _as_2d(adaptive_avg_pool2d, input, [1, pair(output_size, 1)[0]])
 
 
 # ---------------------------------------------------------------- embedding, resizing, padding
