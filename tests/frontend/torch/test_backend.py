@@ -133,3 +133,20 @@ def test_indexing_masks_and_reductions():
             torch.cumprod(x, 1), x.cumsum(0, dtype=torch.float64)
 
     compile_and_compare(f, torch.randn(4, 5), torch.tensor([2, 0]))
+
+
+@pytest.mark.parametrize('dtype', [torch.float64, torch.float16, torch.int32])
+def test_products_enforce_eager_dtype_rules(dtype):
+    # a float32 model called with another dtype fails as in eager ("mat1 and mat2 must have the same dtype"),
+    # instead of promoting silently
+    torch._dynamo.reset()
+    model = nn.Sequential(nn.Linear(8, 4), nn.ReLU()).eval()
+    conv = nn.Conv2d(3, 4, 3).eval()
+    x = torch.randint(0, 3, (2, 8), dtype=dtype) if dtype == torch.int32 else torch.randn(2, 8, dtype=dtype)
+    image = torch.randint(0, 3, (1, 3, 6, 6), dtype=dtype) if dtype == torch.int32 else \
+        torch.randn(1, 3, 6, 6, dtype=dtype)
+    for module, inp in ((model, x), (conv, image), (lambda a: a @ torch.ones(8, 2), x)):
+        with pytest.raises(RuntimeError):
+            module(inp)
+        with pytest.raises(Exception, match='same'):  # (dynamo's fake-tensor run or hidet's conversion)
+            torch.compile(module, backend='hidet')(inp)

@@ -19,7 +19,8 @@ from hidet import ops
 from hidet.graph.tensor import Tensor
 from hidet.graph.frontend.torch.registry import register_function
 from hidet.graph.frontend.torch.utils import (
-    as_float, dims_arg, is_tensor, shape_arg, to_hidet_device, torch_size, to_hidet_dtype, to_torch_device, to_torch_dtype,
+    as_float, dims_arg, is_tensor, same_dtype, shape_arg, to_hidet_device, torch_size, to_hidet_dtype, to_torch_device,
+    to_torch_dtype,
 )
 
 MinMax = namedtuple('MinMax', ['values', 'indices'])
@@ -173,11 +174,13 @@ def square(input):
 
 @register_function(operator.matmul, operator.imatmul, torch.matmul, torch.mm, torch.bmm)
 def matmul(input, other, *, out=None):
+    same_dtype('matmul', input, other)
     return ops.matmul(input, other)
 
 
 @register_function(torch.addmm)
 def addmm(input, mat1: Tensor, mat2: Tensor, *, beta=1, alpha=1, out=None):
+    same_dtype('addmm', input, mat1, mat2)
     y = ops.matmul(mat1, mat2)
     if alpha != 1:
         y = ops.multiply(y, alpha)

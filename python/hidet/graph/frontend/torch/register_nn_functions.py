@@ -10,7 +10,7 @@ import torch.nn.functional as F
 from hidet import ops
 from hidet.graph.tensor import Tensor
 from hidet.graph.frontend.torch.registry import register_function
-from hidet.graph.frontend.torch.utils import as_float, dims_arg, pair, to_hidet_dtype
+from hidet.graph.frontend.torch.utils import as_float, dims_arg, pair, same_dtype, to_hidet_dtype
 
 
 def _targets(*names, spaces=(F, torch, torch._C._nn)):
@@ -27,6 +27,7 @@ def _targets(*names, spaces=(F, torch, torch._C._nn)):
 # ---------------------------------------------------------------- linear layers
 @register_function(*_targets('linear'))
 def linear(input: Tensor, weight: Tensor, bias: Optional[Tensor] = None):
+    same_dtype('linear', input, weight, bias)
     y = ops.matmul(input, ops.transpose(weight, 0, 1) if weight.ndim == 2 else weight)
     return ops.add(y, bias) if bias is not None else y
 
@@ -45,6 +46,7 @@ def _conv_padding(padding, weight: Tensor, dilation, nd: int):
 
 
 def _conv(nd: int, input, weight, bias, stride, padding, dilation, groups):
+    same_dtype(f'conv{nd}d', input, weight, bias)
     pads, extra = _conv_padding(padding, weight, dilation, nd)
     if extra is not None:
         input = ops.pad(input, [v for e in reversed(extra) for v in (0, e)])

@@ -65,6 +65,15 @@ def shape_arg(args: Sequence[Any]) -> List[int]:
     return [s if isinstance(s, Expr) else int(s) for s in args]  # symbolic sizes stay expressions
 
 
+def same_dtype(op: str, *tensors) -> None:
+    """The dtype rule eager enforces for products (matmul, linear, convolution): every operand of one dtype; a
+    float32 model called with float64 or int32 inputs fails as it does in eager, instead of promoting."""
+    dtypes = [t.dtype.name for t in tensors if t is not None and hasattr(t, 'dtype')]
+    if len(set(dtypes)) > 1:
+        raise TypeError(f'{op}: expected all operands to have the same dtype (as torch), got {", ".join(dtypes)}; '
+                        f'cast the input to the weights\' dtype (e.g. x.to(torch.{dtypes[-1]}))')
+
+
 def pair(value: Union[int, Sequence[int]], n: int = 2) -> List[int]:
     if isinstance(value, (list, tuple)):
         if len(value) == 1:
