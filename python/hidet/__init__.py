@@ -31,6 +31,7 @@ from .runtime import HidetRuntimeError, OutOfMemoryError
 from .runtime.device import Device, device
 from .graph import FlowGraph, Tensor, from_dlpack, from_numpy, from_torch, ops, symbol, symbol_like, trace_from
 from . import graph, utils
+from .utils import logs as _logs
 from .runtime.compiled_graph import CompiledGraph, load_compiled_graph
 from .graph.creation import (
     arange,
@@ -49,6 +50,8 @@ from .graph.creation import (
     zeros,
     zeros_like,
 )
+
+_logs.set_logs(option.current().logs)  # HIDET_LOGS
 
 # Submodules reached from a bare ``import hidet`` (as the original Hidet's documents do), loaded on first use:
 # the torch frontend imports torch, which a user of hidet.ops alone should not pay for, and nothing that

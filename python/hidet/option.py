@@ -39,6 +39,7 @@ class Options:
     num_build_workers: Optional[int] = None  # None: os.cpu_count()
     debug_keep_source: bool = False  # also keep the compilers' intermediate files beside each kernel
     verbose_build: bool = False  # print each compiler command and its output
+    logs: str = ''  # which components log, and how much (hidet.utils.logs; env HIDET_LOGS, read at import hidet)
 
     def __post_init__(self):
         object.__setattr__(self, 'cache_dir', os.path.abspath(os.path.expanduser(os.fspath(self.cache_dir))))
@@ -90,6 +91,7 @@ ENV_VARS = {
     'HIDET_CUDA_ARCH': ('cuda_arch', _env_str),
     'HIDET_NVCC': ('nvcc', _env_str),
     'HIDET_DEBUG_KEEP_SOURCE': ('debug_keep_source', _env_bool),
+    'HIDET_LOGS': ('logs', _env_str),
 }
 
 

@@ -23,6 +23,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 from hidet import option
 from hidet.option import Options
+from hidet.utils import logs
 from hidet.version import __version__
 
 from .compiler import Toolchain, compile_library, toolchain, version_line
@@ -100,12 +101,18 @@ def build_libraries(jobs: Sequence[Tuple[str, str, str]], options: Optional[Opti
     options = options or option.current()
     toolchains = {target: toolchain(target, options) for target in dict.fromkeys(job[1] for job in jobs)}
     keys, missing = [], {}  # missing: key -> (source, name, toolchain)
+    log = logs.logger('cache')
     for source, target, name in jobs:
         tc = toolchains[target]
         key = kernel_key(source, tc, options)
         keys.append(key)
         if key not in missing and not os.path.exists(os.path.join(entry_dir(key, options), LIBRARY)):
             missing[key] = (source, name, tc)
+            log.debug('miss %s (%s): compiling', name, key[:16])
+        else:
+            log.debug('hit %s (%s)', name, key[:16])
+    log.info('%d kernel libraries: %d in the cache, %d to compile (%s)', len(jobs), len(jobs) - len(missing),
+             len(missing), options.cache_dir)
     if missing:
         _compile_missing(missing, options)
     return [os.path.join(entry_dir(key, options), LIBRARY) for key in keys]

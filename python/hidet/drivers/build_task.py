@@ -11,6 +11,7 @@ again with the same shapes reuses its kernel without hashing sources or touching
 """
 from __future__ import annotations
 
+import logging
 from typing import Dict, List, Sequence, Tuple
 
 import hidet.option
@@ -20,6 +21,7 @@ from hidet.ir.schedulers import schedule_task
 from hidet.ir.task import Task
 from hidet.kernels import find as find_template
 from hidet.runtime.compiled_module import CompiledModule
+from hidet.utils import logs
 
 
 class _LoadedModules:
@@ -41,8 +43,20 @@ def task_sources(jobs: Sequence[Tuple[Task, str]], space: int = 0) -> List[str]:
     points = [t.points(task, target) if t is not None else [] for (task, target), t in zip(jobs, found)]
     tuned = [p for ps in points for p in ps]
     configs = iter(choose_configs(tuned, space) if tuned else [])
-    return [generate(schedule_task(task, target)) if t is None else t.source_of([next(configs) for _ in ps])
-            for (task, target), t, ps in zip(jobs, found, points)]
+    log = logs.logger('build')
+    sources = []
+    for (task, target), t, ps in zip(jobs, found, points):
+        if t is None:
+            log.debug('%s (%s): auto-scheduler', task.name, target)
+            sources.append(generate(schedule_task(task, target)))
+            continue
+        chosen = [next(configs) for _ in ps]
+        if log.isEnabledFor(logging.DEBUG):
+            how = 'default' if space == 0 else f'tuned at level {space}'
+            names = ', '.join(c.name() if callable(getattr(c, 'name', None)) else str(c) for c in chosen)
+            log.debug('%s (%s): template %s, %s (%s)', task.name, target, t.name, names, how)
+        sources.append(t.source_of(chosen))
+    return sources
 
 
 def build_tasks(jobs: Sequence[Tuple[Task, str]], space: int = 0) -> List[CompiledModule]:
@@ -51,11 +65,16 @@ def build_tasks(jobs: Sequence[Tuple[Task, str]], space: int = 0) -> List[Compil
     missing = {k: job for k, job in zip(keys, jobs) if k not in _LoadedModules.modules}
     if missing:
         jobs_missing = list(missing.values())
-        sources = [(src, target, task.name)
-                   for src, (task, target) in zip(task_sources(jobs_missing, space), jobs_missing)]
-        paths = build_libraries(sources)
-        for key, path in zip(missing, paths):
-            _LoadedModules.modules[key] = CompiledModule(path)
+        times = logs.StageTimes()
+        with times.stage('sources (scheduling, tuning)'):
+            sources = [(src, target, task.name)
+                       for src, (task, target) in zip(task_sources(jobs_missing, space), jobs_missing)]
+        with times.stage('compile'):
+            paths = build_libraries(sources)
+        with times.stage('load'):
+            for key, path in zip(missing, paths):
+                _LoadedModules.modules[key] = CompiledModule(path)
+        logs.logger('build').info('%d tasks built in %s', len(jobs_missing), times.text())
     return [_LoadedModules.modules[k] for k in keys]
 
 

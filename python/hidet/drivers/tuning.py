@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import math
 import sys
 import time
@@ -25,6 +26,7 @@ from typing import Callable, List, Optional, Sequence, Tuple
 import hidet.option
 from hidet.backend import cache
 from hidet.ir.task import Task
+from hidet.utils import logs
 from hidet.version import __version__
 
 # benchmark(task, library path, target, trial, entry) -> milliseconds per call of the library's entry (math.inf
@@ -145,6 +147,7 @@ def choose_configs(items: Sequence[Tuple[Task, str, object]], level: int,
         config = template.config_from_json(record['config']) if record and 'config' in record else None
         if config is not None:
             chosen[i] = config
+            logs.logger('tuning').debug('%s: tuned before (level %d): %s', template.title, level, record['config'])
             continue
         candidates = template.space(level)
         if len(candidates) == 1:
@@ -192,6 +195,12 @@ def choose_configs(items: Sequence[Tuple[Task, str, object]], level: int,
             raise RuntimeError(f'no candidate of {template.name} could run {template.title}')
         chosen[i] = candidates[best]
         _store(key, task, template, level, candidates, latencies, best)
+        log = logs.logger('tuning')
+        log.info('%s: %d candidates, chose %s (%.4f ms; the default %.4f ms)', template.title, len(candidates),
+                 template.config_to_json(candidates[best]), latencies[best], latencies[0])
+        if log.isEnabledFor(logging.DEBUG):
+            for c, t in sorted(zip(candidates, latencies), key=lambda ct: ct[1]):
+                log.debug('  %.4f ms  %s', t, template.config_to_json(c))
     timed_s = time.perf_counter() - t0 - compiled_s
     print(f'hidet: tuned {len(pending)} task(s) at level {level}: {len(where)} candidates compiled in '
           f'{compiled_s:.1f} s ({len(jobs)} libraries), run and timed in {timed_s:.1f} s', file=sys.stderr)

@@ -6,6 +6,8 @@
 """
 from __future__ import annotations
 
+import logging
+import time
 from typing import List
 
 from hidet.graph.flow_graph import FlowGraph
@@ -23,6 +25,7 @@ from hidet.graph.transforms.fuse_operators import FuseOperators
 from hidet.graph.transforms.merge_sibling_matmuls import MergeSiblingMatmuls
 from hidet.graph.transforms.pass_context import PassContext
 from hidet.graph.transforms.simplify_transforms import SimplifyTransforms
+from hidet.utils import logs
 
 
 def default_passes() -> List[GraphPass]:
@@ -40,9 +43,16 @@ def optimize(graph: FlowGraph) -> FlowGraph:
     if not isinstance(graph, FlowGraph):
         raise TypeError(f'optimize expects a FlowGraph (from hidet.trace_from), got {type(graph).__name__}')
     ctx = pass_context.current()
+    log = logs.logger('graph')
+    log.info('optimizing a graph of %d operators, %d inputs, %d constants', len(graph.nodes), len(graph.inputs),
+             len(graph.constants))
     for p in default_passes():
-        before = len(graph.nodes)
+        before, t0 = len(graph.nodes), time.perf_counter()
         graph = p(graph, ctx)
+        line = f'{p.name}: {before} -> {len(graph.nodes)} operators in {time.perf_counter() - t0:.3f} s'
         if ctx.verbose:
-            print(f'{p.name}: {before} -> {len(graph.nodes)} nodes')
+            print(line)
+        log.info('%s', line)
+        if log.isEnabledFor(logging.DEBUG):
+            log.debug('after %s:\n%s', p.name, graph)
     return graph

@@ -4,8 +4,8 @@ Operators with a reduction (matmul, conv, pooling, sums, norms' statistics) are 
 rest are injective. A producer group merges into its consumer group when everything the producer
 group computes is read only by that consumer group (and is not a graph output), and
 - both are injective: a chain of elementwise/shape ops becomes one kernel;
-- the producer is injective, the consumer anchored: a *prologue* (e.g. a cast before a matmul),
-  recomputed at each read by the anchor;
+- the producer is injective, the consumer anchored: a *prologue*, recomputed at each read by the anchor
+  (a norm's input cast; for a matmul or dense convolution only a cheap one: _prologue_ok);
 - the producer is anchored, the consumer injective: an *epilogue* (e.g. bias + activation after a
   matmul), allowed only when each consumer element reads each anchor element once and the
   consumer is no larger than the anchor (a broadcast would recompute the reduction per element);
@@ -15,26 +15,29 @@ group computes is read only by that consumer group (and is not a graph output), 
   depends only on the row, and none is recomputed inside another), so layer / RMS / group norm and softmax
   each become one kernel that reads its input and writes its output once per element;
 - either holds an operator that is not ``fusible`` (attention, whose template reads q, k, v as they are): never.
-Epilogues are merged first (a forward sweep), the rest in a backward sweep. Every group then has one sink (the last member) whose outputs are the group's outputs, so running
-groups in the order of their sinks respects all dependencies.
+Three sweeps: injective chains (backward), epilogues (forward), then the rest (backward). Every group then has
+one sink (the last member) whose outputs are the group's outputs, so running groups in the order of their sinks
+respects all dependencies.
 """
 from __future__ import annotations
 
+import logging
 from typing import Dict, List, Optional, Set
 
-from hidet.graph.flow_graph import FlowGraph
+from hidet.graph.flow_graph import FlowGraph, display_name
 from hidet.graph.operator import Operator
 from hidet.graph.ops.fused import FusedOperator, is_anchor
-from hidet.graph.tensor import Tensor
-from hidet.graph.transforms.base import GraphPass
-from hidet.graph.transforms.pass_context import PassContext
 from hidet.graph.ops.conv import ConvChannelsLastOp, ConvOp
 from hidet.graph.ops.matmul import MatmulOp
 from hidet.graph.ops.reduce import ReduceOp
+from hidet.graph.tensor import Tensor
+from hidet.graph.transforms.base import GraphPass
+from hidet.graph.transforms.pass_context import PassContext
 from hidet.ir.compose import count_reads, reads_data_dependent
 from hidet.ir.expr import Binary, Call, Cast, Expr, TensorElement, Unary
 from hidet.ir.functors import children, inline_computes
 from hidet.ir.schedulers.lowering import row_split
+from hidet.utils import logs
 
 
 class _Group:
@@ -121,6 +124,14 @@ class FuseOperators(GraphPass):
         sweep_back(only_injective=False)
         groups = list({id(g): g for g in group_of.values()}.values())
         groups.sort(key=lambda g: max(g.positions))
+        log = logs.logger('fusion')
+        log.info('%d operators -> %d kernels (%d fused groups)', len(graph.nodes), len(groups),
+                 sum(1 for g in groups if len(g.members) > 1))
+        if log.isEnabledFor(logging.DEBUG):
+            for g in groups:
+                members = sorted(g.members, key=lambda m: position[id(m)])
+                kind = 'row-broadcast' if len(g.anchors) > 1 else 'anchored' if g.anchors else 'injective'
+                log.debug('  %s: %s', kind, ', '.join(display_name(m) for m in members))
         return _rebuild(graph, groups, position)
 
 

@@ -8,8 +8,10 @@ runs the CompiledGraph (or its CUDA graph) with the torch inputs: one call into 
 """
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
+import logging
 import os
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
@@ -18,6 +20,7 @@ import torch.fx
 
 import hidet
 from hidet.graph.tensor import Tensor
+from hidet.utils import logs
 from hidet.graph.frontend.torch.dynamo_config import CompileOptions, dynamo_config
 from hidet.graph.frontend.torch.dynamic_shapes import dims_text, placeholder_dims
 from hidet.graph.frontend.torch.interpreter import Interpreter, map_structure, node_target_name
@@ -168,12 +171,17 @@ class CompiledFx:
             self._cache[key] = self._build(args)
         return self._cache[key]
 
-    def optimized_graph(self, args: Sequence[Any]):
+    def optimized_graph(self, args: Sequence[Any], times: Optional[logs.StageTimes] = None):
         """(optimized FlowGraph or None, output structure with _Out leaves, number of graph outputs) of the
-        fx graph on ``args``: interpreted on symbolic hidet tensors, traced and optimized, not built."""
-        interp = self.interpreter(args)
-        values, symbols = self._bind(interp, args)
-        result = interp.run(values)
+        fx graph on ``args``: interpreted on symbolic hidet tensors, traced and optimized, not built
+        (``times``: the two stages timed)."""
+        def stage(name):
+            return times.stage(name) if times is not None else contextlib.nullcontext()
+
+        with stage('convert'):
+            interp = self.interpreter(args)
+            values, symbols = self._bind(interp, args)
+            result = interp.run(values)
         graph_outputs: List[Tensor] = []
         index: Dict[int, int] = {}
 
@@ -202,16 +210,27 @@ class CompiledFx:
                 ctx.set_reduce_precision('float16')
             # TF32 where the user allows it: hidet's own knob, or torch's for its matmuls
             ctx.set_use_tensor_core(config.use_tensor_core or bool(torch.backends.cuda.matmul.allow_tf32))
-            optimized = hidet.graph.optimize(flow_graph)
+            with stage('optimize'):
+                optimized = hidet.graph.optimize(flow_graph)
         if dump:
             _write(dump, 'flow_graph_optimized.txt', str(optimized))
         return optimized, out_spec, len(graph_outputs)
 
     def _build(self, args: Sequence[Any]) -> _Compiled:
-        optimized, out_spec, num_outputs = self.optimized_graph(args)
+        log = logs.logger('frontend')
+        log.info('graph %d: %d fx nodes, inputs %s', self.graph_id, len(self.gm.graph.nodes),
+                 [f'{tuple(a.shape)} {str(a.dtype).replace("torch.", "")}' if isinstance(a, torch.Tensor) else repr(a)
+                  for is_const, a in zip(self.constants, args) if not is_const])
+        if log.isEnabledFor(logging.DEBUG):
+            log.debug('graph %d:\n%s', self.graph_id, self.gm.code)
+        times = logs.StageTimes()
+        optimized, out_spec, num_outputs = self.optimized_graph(args, times)
         if optimized is None:
             return _Compiled(lambda inputs: [], out_spec, 0)
-        compiled_graph = optimized.build(space=self.config.search_space)
+        with times.stage('build'):
+            compiled_graph = optimized.build(space=self.config.search_space)
+        log.info('graph %d compiled in %s (%d kernels, search space %d)', self.graph_id, times.text(),
+                 len(optimized.nodes), self.config.search_space)
         dump = self._dump_dir()
         if dump:
             compiled_graph.save(os.path.join(dump, 'graph.hidet'))
