@@ -432,3 +432,23 @@ def test_gather_nd_errors():
         ops.gather_nd(x, hidet.asarray(np.array([[3, 0]])))
     with pytest.raises(ValueError, match='batch dimensions must match'):
         ops.gather_nd(x, hidet.asarray(np.zeros([2, 1], np.int64)), batch_dims=1)
+
+
+# ---------------------------------------------------------------- ops.index_assign (x[key] = value, functionally)
+def test_index_assign(device):
+    x = rand([4, 5, 6], 'float32', device)
+    v = rand([4, 5, 6], 'float32', device)
+    idx = torch.tensor([2, -1], device=device)
+    cases = [((0,), 7.0), ((slice(1, None), Ellipsis, slice(None, None, 2)), v[0, 0, :3]), ((None, 1, 2), v[0, 0]),
+             ((Ellipsis, 3), v[:, :, 0]), ((slice(None), idx), v[:, :2]), ((idx,), 1.5), ((x > 0.5,), -2.0),
+             ((x[:, :, 0] > 0,), v[0, 0]), ((3, 4, 5), v[0, 0, 0])]
+    for key, value in cases:
+        hkey = tuple(hidet.from_torch(k) if isinstance(k, torch.Tensor) else k for k in key)
+        hvalue = hidet.from_torch(value) if isinstance(value, torch.Tensor) else value
+        expected = x.clone()
+        expected[key] = value
+        check(ops.index_assign(hidet.from_torch(x), hkey, hvalue), expected)
+    with pytest.raises(ValueError, match='cannot be broadcast'):
+        ops.index_assign(hidet.from_torch(x), (0,), hidet.from_torch(v[0, :2]))
+    with pytest.raises(NotImplementedError, match='per masked element'):
+        ops.index_assign(hidet.from_torch(x), (hidet.from_torch(x > 0),), hidet.from_torch(v[x > 0]))

@@ -26,6 +26,7 @@ from .pool import adaptive_avg_pool2d, adaptive_max_pool2d, avg_pool2d, max_pool
 from .resize import resize2d
 from .reshape import flatten, reshape, squeeze, unsqueeze
 from .indexing import embedding, gather, gather_nd, index_select, take
+from .assign import index_assign
 from .transform import (
     broadcast, cat, concat, flip, pad, permute, repeat, split, stack, strided_slice, tile, transpose, tril, triu,
 )

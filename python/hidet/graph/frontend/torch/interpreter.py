@@ -56,7 +56,8 @@ class _Unknown:
 
 UNKNOWN = _Unknown()
 _INPLACE_OPERATORS = {operator.iadd, operator.isub, operator.imul, operator.itruediv, operator.ifloordiv,
-                      operator.imod, operator.ipow, operator.iand, operator.ior, operator.ixor, operator.imatmul}
+                      operator.imod, operator.ipow, operator.iand, operator.ior, operator.ixor, operator.imatmul,
+                      operator.setitem}
 
 
 def node_target_name(gm: torch.fx.GraphModule, node: torch.fx.Node) -> str:
@@ -176,6 +177,7 @@ class Interpreter:
                 self.mark_dynamic(value)
         unsupported: List[torch.fx.Node] = []
         reasons = self.reasons = {}  # node name → why its conversion declined (kept for the error of a check)
+        order = {n: i for i, n in enumerate(self.gm.graph.nodes)}
         result = None
         for node in self.gm.graph.nodes:
             if node.op == 'placeholder':
@@ -198,13 +200,17 @@ class Interpreter:
                 value = self._stand_in(node)
             else:
                 try:
+                    if _is_inplace(node, self.registry):
+                        _check_inplace_target(node, order)
                     with deferred_constants() if self.defer_constants else contextlib.nullcontext():
                         value = self._convert(node, args, kwargs)
                 except NotImplementedError as e:
-                    if not check_only:
+                    if not check_only or isinstance(e, InPlaceUpdateOfShared) and not e.eager_ok:
                         raise _with_context(e, node, self.gm) from e
                     unsupported.append(node)
                     reasons[node.name] = str(e)
+                    if isinstance(e, InPlaceUpdateOfShared):  # (the views run in eager with the update)
+                        unsupported.extend(v for v in e.views if v not in unsupported)
                     value = self._stand_in(node)
                 except Exception as e:
                     raise _with_context(e, node, self.gm) from e
@@ -313,6 +319,61 @@ class Interpreter:
 
 def _device_text(device: torch.device) -> str:
     return 'cpu' if device.type != 'cuda' else f'cuda:{device.index or 0}'
+
+
+# calls whose result shares its first argument's memory (torch's views; a reshape may be one)
+_VIEW_METHODS = frozenset({
+    'view', 'view_as', 'reshape', 'reshape_as', 'permute', 'transpose', 't', 'unsqueeze', 'squeeze', 'expand',
+    'expand_as', 'narrow', 'select', 'flatten', 'unflatten', 'as_strided', 'unfold', 'diagonal', 'movedim',
+    'swapaxes', 'swapdims', 'split', 'chunk', 'unbind', 'tensor_split', '__getitem__', 'detach'})
+_VIEW_FUNCTIONS = frozenset({
+    operator.getitem, torch.reshape, torch.permute, torch.transpose, torch.t, torch.unsqueeze, torch.squeeze,
+    torch.narrow, torch.select, torch.flatten, torch.split, torch.chunk, torch.unbind, torch.movedim, torch.swapaxes,
+    torch.diagonal, torch.tensor_split, torch.detach})
+
+
+def _view_base(node: torch.fx.Node) -> Optional[torch.fx.Node]:
+    """The node whose memory ``node``'s value is a view of, or None."""
+    is_view = (node.op == 'call_method' and node.target in _VIEW_METHODS
+               or node.op == 'call_function' and node.target in _VIEW_FUNCTIONS)
+    return node.args[0] if is_view and node.args and isinstance(node.args[0], torch.fx.Node) else None
+
+
+class InPlaceUpdateOfShared(NotImplementedError):
+    """An in-place call whose target shares memory that others see (``views``: the view nodes between the
+    target and that memory, which must run in eager with the call for torch's semantics). ``eager_ok``: the
+    fallback can run them in eager (a graph input's memory is the caller's tensor, which eager receives); a view
+    of an intermediate cannot (the tensor it views is hidet's, and hidet may read it before eager updates it)."""
+
+    def __init__(self, message: str, views: Sequence[torch.fx.Node], eager_ok: bool):
+        super().__init__(message)
+        self.views, self.eager_ok = list(views), eager_ok
+
+
+def _check_inplace_target(node: torch.fx.Node, order: Dict[torch.fx.Node, int]) -> None:
+    """In-place calls are converted by rebinding their target to the new value, which is right when nothing
+    else sees the target's memory. Declined (InPlaceUpdateOfShared) where torch would change more: a graph
+    input's memory (the caller's tensor), or a view whose base (or another view of it) is read after the call."""
+    target = node.args[0] if node.args and isinstance(node.args[0], torch.fx.Node) else None
+    if target is None:
+        return
+    views, root = [], target
+    while _view_base(root) is not None:
+        views.append(root)
+        root = _view_base(root)
+    if root.op == 'placeholder':
+        raise InPlaceUpdateOfShared(f'in-place update of the graph input {root.name!r}' +
+                                    (f' through {target.name!r}' if views else '') +
+                                    ' (the caller\'s tensor changes): not supported; update a copy, or enable '
+                                    'fallback_to_eager', views, eager_ok=True)
+    for view in views:
+        base = _view_base(view)
+        later = [u for u in base.users if u not in views and order.get(u, -1) > order[node]]
+        if later:
+            raise InPlaceUpdateOfShared(
+                f'in-place update of {target.name!r}, a view of {base.name!r} that {later[0].name!r} reads '
+                'afterwards: not supported (hidet would update only the view); write it out of place (e.g. '
+                'torch.where, or assigning into the base tensor)', views, eager_ok=False)
 
 
 def _is_inplace(node: torch.fx.Node, registry: Registry) -> bool:

@@ -71,6 +71,16 @@ def getitem(obj, key):
     return obj[key]  # hidet.Tensor.__getitem__ follows torch's indexing rules
 
 
+@register_function(operator.setitem)
+def setitem(obj, key, value):
+    """``obj[key] = value`` as a new tensor (hidet.ops.index_assign); the interpreter rebinds ``obj`` to it."""
+    if not isinstance(obj, Tensor):
+        raise NotImplementedError(f'setitem on a {type(obj).__name__}: only tensors')
+    if isinstance(value, torch.Tensor) or not isinstance(value, (Tensor, int, float, bool)):
+        raise NotImplementedError(f'assigning a {type(value).__name__} into a tensor')
+    return ops.index_assign(obj, key, value)
+
+
 # ---------------------------------------------------------------- binary arithmetic
 def _py_or_hidet(py_op, hidet_op):
     def apply(a, b):

@@ -182,6 +182,18 @@ def getitem(self: Tensor, key):
     return self[key]
 
 
+@register_method(T.__setitem__)
+def setitem(self: Tensor, key, value):
+    return fn.setitem(self, key, value)
+
+
+@register_method('copy_')
+def copy_(self: Tensor, src, non_blocking=False):
+    """``self`` holding ``src`` (broadcast, cast to self's dtype): the interpreter rebinds ``self`` to it."""
+    src = src if isinstance(src, Tensor) else ops.full([], src, self.dtype, self.device)
+    return ops.broadcast(ops.cast(src, self.dtype), list(self.shape))
+
+
 # ---------------------------------------------------------------- arithmetic (and in-place twins)
 for _names, _conv in (
         (('add', 'add_', '__add__', '__iadd__'), fn.torch_add), (('sub', 'sub_', 'subtract', '__sub__'), fn.torch_sub),
