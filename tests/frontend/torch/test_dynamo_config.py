@@ -174,3 +174,17 @@ def test_fallback_to_eager():
     regions = [m for m in split.modules() if type(m).__name__ == '_HidetRegion']
     assert len(regions) == 2  # before and after the eager i0
     assert_close(split(x), f(x))
+
+
+def test_fallback_leaves_complex_values_in_eager():
+    # rfft's complex result and abs (reading it) run in eager; the real-valued rest in hidet
+    def f(x):
+        return torch.fft.rfft(x).abs() * 2 + 1
+
+    x = torch.randn(4, 8)
+    with pytest.raises(Exception, match='complex64 values'):
+        torch.compile(f, backend='hidet')(x)
+    torch._dynamo.reset()
+    dynamo_config.fallback_to_eager(True)
+    with pytest.warns(UserWarning, match='eager PyTorch.*(abs|rfft)'):
+        compile_and_compare(f, x)

@@ -187,8 +187,16 @@ class Interpreter:
                 break
             args = torch.fx.node.map_arg(node.args, lambda n: env[n])
             kwargs = torch.fx.node.map_arg(node.kwargs, lambda n: env[n])
+            foreign = _foreign_dtype(node) if node.op != 'get_attr' else None
             if node.op == 'get_attr':
                 value = self._get_attr(node.target)
+            elif foreign is not None:  # (complex values: left to eager by the fallback, with their consumers)
+                error = NotImplementedError(f'{foreign} values: hidet has no such dtype')
+                if not check_only:
+                    raise _with_context(error, node, self.gm)
+                unsupported.append(node)
+                reasons[node.name] = str(error)
+                value = self._stand_in(node)
             elif any(v is UNKNOWN for v in leaves((args, kwargs))):
                 if not self._has_conversion(node):
                     unsupported.append(node)
@@ -330,6 +338,19 @@ _VIEW_FUNCTIONS = frozenset({
     operator.getitem, torch.reshape, torch.permute, torch.transpose, torch.t, torch.unsqueeze, torch.squeeze,
     torch.narrow, torch.select, torch.flatten, torch.split, torch.chunk, torch.unbind, torch.movedim, torch.swapaxes,
     torch.diagonal, torch.tensor_split, torch.detach})
+
+
+def _foreign_dtype(node: torch.fx.Node) -> Optional[str]:
+    """The name of a dtype hidet lacks (complex ones) that ``node`` reads or produces, per dynamo's example
+    values, or None."""
+    def example(n):
+        return n.meta.get('example_value', n.meta.get('val')) if isinstance(n, torch.fx.Node) else None
+
+    values = [example(node)] + [example(a) for a in node.all_input_nodes]
+    for v in leaves(values):
+        if isinstance(v, torch.Tensor) and (v.dtype.is_complex or v.dtype.itemsize == 1 and v.dtype.is_floating_point):
+            return str(v.dtype).replace('torch.', '')
+    return None
 
 
 def _view_base(node: torch.fx.Node) -> Optional[torch.fx.Node]:
