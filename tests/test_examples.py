@@ -34,6 +34,29 @@ print('ok')
     assert out.returncode == 0 and out.stdout.strip() == 'ok', out.stderr
 
 
+def test_original_hidet_operator_spellings():
+    """The original Hidet's operator spellings beside torch's (docs/graph.md, "Spellings kept")."""
+    import numpy as np
+    import torch
+    import torch.nn.functional as F
+
+    import hidet
+
+    x = hidet.randn([2, 3, 8, 8])
+    t = x.torch()
+    pairs = [(hidet.ops.sum(x, keep_dim=True, dim=1), t.sum(1, keepdim=True)),
+             (hidet.ops.mean(x, axis=[2, 3]), t.mean([2, 3])), (hidet.ops.max(x, dim=-1), t.amax(-1)),
+             (hidet.ops.layer_norm(x), F.layer_norm(t, [8])),
+             (hidet.ops.layer_norm(x, num_last_dims=2, epsilon=1e-3), F.layer_norm(t, [8, 8], eps=1e-3)),
+             (hidet.ops.max_pool2d(x, kernel=2, stride=2), F.max_pool2d(t, 2, 2)),
+             (hidet.ops.avg_pool2d(x, kernel=3, stride=1, padding=1), F.avg_pool2d(t, 3, 1, 1)),
+             (hidet.ops.transpose(x, [0, 2, 3, 1]), t.permute(0, 2, 3, 1))]
+    for got, want in pairs:
+        np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-4, atol=1e-4)
+    with pytest.raises(TypeError, match='once'):
+        hidet.ops.sum(x, 1, dim=2)
+
+
 def _run_c_example(tmp_path, device: str) -> str:
     from hidet.backend.compiler import include_dir, lib_dir as runtime_lib_dir
 

@@ -60,9 +60,19 @@ def _affine(y: Tensor, weight: Optional[Tensor], bias: Optional[Tensor]) -> Tens
     return y
 
 
-def layer_norm(x: Tensor, normalized_shape: Union[int, Sequence[int]], weight: Optional[Tensor] = None,
-               bias: Optional[Tensor] = None, eps: float = 1e-5) -> Tensor:
+def layer_norm(x: Tensor, normalized_shape: Union[int, Sequence[int], None] = None, weight: Optional[Tensor] = None,
+               bias: Optional[Tensor] = None, eps: float = 1e-5, *, num_last_dims: Optional[int] = None,
+               epsilon: Optional[float] = None) -> Tensor:
+    """torch.nn.functional.layer_norm; ``normalized_shape`` defaults to the last dimension. The original Hidet's
+    ``num_last_dims=`` (how many trailing dimensions) and ``epsilon=`` are kept beside torch's spelling."""
     _require_float('layer_norm', x)
+    if num_last_dims is not None:
+        if normalized_shape is not None:
+            raise TypeError('layer_norm: give normalized_shape or num_last_dims, not both')
+        normalized_shape = list(x.shape[x.ndim - num_last_dims:])
+    if normalized_shape is None:
+        normalized_shape = x.shape[-1]
+    eps = eps if epsilon is None else epsilon
     shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
     if tuple(x.shape[x.ndim - len(shape):]) != shape:
         raise ValueError(f'layer_norm: normalized_shape {shape} must match the trailing dimensions of the input '

@@ -74,14 +74,25 @@ def _pool(kind, x, kernel_size, stride, padding, dilation, ceil_mode, count_incl
                     bool(ceil_mode), bool(count_include_pad)).get_output(0)
 
 
-def max_pool2d(x: Tensor, kernel_size: IntOrSeq, stride: Optional[IntOrSeq] = None, padding: IntOrSeq = 0,
-               dilation: IntOrSeq = 1, ceil_mode: bool = False) -> Tensor:
-    return _pool('max', x, kernel_size, stride, padding, dilation, ceil_mode, True)
+def max_pool2d(x: Tensor, kernel_size: Optional[IntOrSeq] = None, stride: Optional[IntOrSeq] = None,
+               padding: IntOrSeq = 0, dilation: IntOrSeq = 1, ceil_mode: bool = False, *,
+               kernel: Optional[IntOrSeq] = None) -> Tensor:
+    """torch's max_pool2d; ``kernel=`` is the original Hidet's name for ``kernel_size``."""
+    return _pool('max', x, _kernel('max_pool2d', kernel_size, kernel), stride, padding, dilation, ceil_mode, True)
 
 
-def avg_pool2d(x: Tensor, kernel_size: IntOrSeq, stride: Optional[IntOrSeq] = None, padding: IntOrSeq = 0,
-               ceil_mode: bool = False, count_include_pad: bool = True) -> Tensor:
-    return _pool('avg', x, kernel_size, stride, padding, 1, ceil_mode, count_include_pad)
+def avg_pool2d(x: Tensor, kernel_size: Optional[IntOrSeq] = None, stride: Optional[IntOrSeq] = None,
+               padding: IntOrSeq = 0, ceil_mode: bool = False, count_include_pad: bool = True, *,
+               kernel: Optional[IntOrSeq] = None) -> Tensor:
+    """torch's avg_pool2d; ``kernel=`` is the original Hidet's name for ``kernel_size``."""
+    return _pool('avg', x, _kernel('avg_pool2d', kernel_size, kernel), stride, padding, 1, ceil_mode,
+                 count_include_pad)
+
+
+def _kernel(op: str, kernel_size, kernel):
+    if (kernel_size is None) == (kernel is None):
+        raise TypeError(f'{op}: give the window size once, as kernel_size (or kernel)')
+    return kernel_size if kernel is None else kernel
 
 
 class AdaptivePool2dOp(Operator):

@@ -46,34 +46,32 @@ def _reduce(x: Tensor, axes: Axes, keepdim: bool, kind: str) -> Tensor:
     return ReduceOp(x, axes, keepdim, kind).get_output(0)
 
 
-def sum(x: Tensor, dims: Axes = None, keepdim: bool = False) -> Tensor:  # noqa: A001
-    return _reduce(x, dims, keepdim, 'sum')
+def _reduction(kind: str, doc: str):
+    """The public ``kind`` reduction: torch's spelling (``dims``, ``keepdim``) and the original Hidet's beside it
+    (``keep_dim=``, ``dim=`` / ``axis=``), kept for code written against it (docs/graph.md)."""
+    def fn(x: Tensor, dims: Axes = None, keepdim: bool = False, *, keep_dim: Optional[bool] = None,
+           dim: Axes = None, axis: Axes = None) -> Tensor:
+        named = [d for d in (dim, axis) if d is not None]
+        if named and dims is not None or len(named) > 1:
+            raise TypeError(f'{kind}: give the axes once (dims, dim or axis)')
+        dims = named[0] if named else dims
+        keepdim = keepdim if keep_dim is None else keep_dim
+        if kind == 'mean' and not x.dtype.is_float():
+            raise TypeError(f'mean needs a floating-point tensor, got {x.dtype}; cast it first')
+        return _reduce(x, dims, keepdim, kind)
+
+    fn.__name__ = fn.__qualname__ = kind
+    fn.__doc__ = doc
+    return fn
 
 
-def mean(x: Tensor, dims: Axes = None, keepdim: bool = False) -> Tensor:
-    if not x.dtype.is_float():
-        raise TypeError(f'mean needs a floating-point tensor, got {x.dtype}; cast it first')
-    return _reduce(x, dims, keepdim, 'mean')
-
-
-def max(x: Tensor, dims: Axes = None, keepdim: bool = False) -> Tensor:  # noqa: A001
-    return _reduce(x, dims, keepdim, 'max')
-
-
-def min(x: Tensor, dims: Axes = None, keepdim: bool = False) -> Tensor:  # noqa: A001
-    return _reduce(x, dims, keepdim, 'min')
-
-
-def prod(x: Tensor, dims: Axes = None, keepdim: bool = False) -> Tensor:
-    return _reduce(x, dims, keepdim, 'prod')
-
-
-def any(x: Tensor, dims: Axes = None, keepdim: bool = False) -> Tensor:  # noqa: A001
-    return _reduce(x, dims, keepdim, 'any')
-
-
-def all(x: Tensor, dims: Axes = None, keepdim: bool = False) -> Tensor:  # noqa: A001
-    return _reduce(x, dims, keepdim, 'all')
+sum = _reduction('sum', 'The sum over ``dims`` (all when None).')  # noqa: A001
+mean = _reduction('mean', 'The mean over ``dims`` (all when None), of a floating-point tensor.')
+max = _reduction('max', 'The maximum over ``dims`` (all when None).')  # noqa: A001
+min = _reduction('min', 'The minimum over ``dims`` (all when None).')  # noqa: A001
+prod = _reduction('prod', 'The product over ``dims`` (all when None).')
+any = _reduction('any', 'Whether any element over ``dims`` is true.')  # noqa: A001
+all = _reduction('all', 'Whether every element over ``dims`` is true.')  # noqa: A001
 
 
 class ArgReduceOp(Operator):
