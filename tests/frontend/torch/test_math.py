@@ -183,7 +183,7 @@ def test_modules_in_fx_graphs():
             torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-5)
 
 
-@pytest.mark.parametrize('case', ['reduce_0d', 'roll_empty', 'unbatched_pooling', 'divisor_override'])
+@pytest.mark.parametrize('case', ['reduce_0d', 'roll_empty', 'unbatched_pooling', 'divisor_override', 'pool3d'])
 def test_frontend_gaps_found_by_the_original_tests(case):
     # cases from PyTorch's OpInfo samples and the original Hidet's tests that failed here (issue 24)
     x0, empty = (lambda: torch.randn(())), (lambda: torch.randn(0, 3))
@@ -197,6 +197,12 @@ def test_frontend_gaps_found_by_the_original_tests(case):
         compile_and_compare(lambda x: (F.max_pool2d(x, 2), F.avg_pool2d(x, 3, 2, 1), F.adaptive_avg_pool2d(x, 2),
                                        F.adaptive_max_pool2d(x, 2), F.avg_pool1d(x[0], 2),
                                        F.adaptive_avg_pool1d(x[0], 3)), image)
-    else:
+    elif case == 'divisor_override':
         compile_and_compare(lambda x: (F.avg_pool2d(x, 3, 2, 1, divisor_override=5),
                                        F.avg_pool2d(x, 2, divisor_override=3)), batch)
+    else:  # 3-D pooling, as two 2-D ones (max and average are separable over a box window)
+        compile_and_compare(lambda x: (F.max_pool3d(x, 2), F.avg_pool3d(x, 3, 2, 1),
+                                       F.max_pool3d(x, (3, 2, 3), (2, 1, 2), (1, 1, 0), dilation=(1, 2, 1),
+                                                    ceil_mode=True),
+                                       F.avg_pool3d(x, 3, 2, 1, ceil_mode=True, count_include_pad=False),
+                                       F.max_pool3d(x[0], 2)), lambda: torch.randn(2, 3, 6, 7, 8))

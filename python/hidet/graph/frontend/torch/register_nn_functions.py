@@ -349,6 +349,47 @@ def _as_2d(pool2d, input: Tensor, *args):
     return ops.squeeze(pool2d(ops.unsqueeze(input, [-2]), *args), [-2])
 
 
+def _pool3d(pool2d, input: Tensor, kernel, stride, padding, depth_args: tuple, plane_args: tuple):
+    """A 3-D pooling of [N, C, D, H, W] (or unbatched [C, D, H, W]) as two 2-D ones: over (H, W) on
+    [N, C * D, H, W], then over D on [N * C, 1, D, H' * W']. Max and average pooling are separable over a box
+    window: padding and ceil_mode act per dimension, and the count of valid elements is the product of the
+    counts per dimension."""
+    if input.ndim == 4:
+        return ops.squeeze(_pool3d(pool2d, ops.unsqueeze(input, [0]), kernel, stride, padding, depth_args,
+                                   plane_args), [0])
+    if input.ndim != 5:
+        raise ValueError(f'3-D pooling expects a 4-D or 5-D input, got {list(input.shape)}')
+    n, c, d, h, w = input.shape
+    (kd, kh, kw), (sd, sh, sw), (pd, ph, pw) = kernel, stride, padding
+    planes = pool2d(ops.reshape(input, [n, c * d, h, w]), [kh, kw], [sh, sw], [ph, pw], *plane_args)
+    h2, w2 = planes.shape[2:]
+    depth = pool2d(ops.reshape(planes, [n * c, 1, d, h2 * w2]), [kd, 1], [sd, 1], [pd, 0], *depth_args)
+    return ops.reshape(depth, [n, c, depth.shape[2], h2, w2])
+
+
+@register_function(*_targets('max_pool3d'))
+def max_pool3d(input: Tensor, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
+               return_indices=False):
+    if return_indices:
+        raise NotImplementedError('max_pool3d with return_indices=True is not supported')
+    kernel = pair(kernel_size, 3)
+    stride = kernel if stride is None or (isinstance(stride, (list, tuple)) and not stride) else pair(stride, 3)
+    dd, dh, dw = pair(dilation, 3)
+    return _pool3d(ops.max_pool2d, input, kernel, stride, pair(padding, 3), ([dd, 1], ceil_mode),
+                   ([dh, dw], ceil_mode))
+
+
+@register_function(*_targets('avg_pool3d'))
+def avg_pool3d(input: Tensor, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
+               divisor_override=None):
+    if divisor_override is not None:
+        raise NotImplementedError('avg_pool3d with divisor_override is not supported')
+    kernel = pair(kernel_size, 3)
+    stride = kernel if stride is None or (isinstance(stride, (list, tuple)) and not stride) else pair(stride, 3)
+    return _pool3d(ops.avg_pool2d, input, kernel, stride, pair(padding, 3), (ceil_mode, count_include_pad),
+                   (ceil_mode, count_include_pad))
+
+
 @register_function(*_targets('max_pool1d'))
 def max_pool1d(input: Tensor, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
                return_indices=False):
