@@ -128,7 +128,8 @@ def test_average_pooling_sums_past_the_dtype_range(dtype, device):
         check(actual, expected)
 
 
-@pytest.mark.parametrize('mode,align', [('nearest', None), ('bilinear', False), ('bilinear', True)])
+@pytest.mark.parametrize('mode,align', [('nearest', None), ('bilinear', False), ('bilinear', True),
+                                        ('bicubic', False), ('bicubic', True)])
 def test_resize(mode, align, device):
     x = rand([2, 3, 5, 7], 'float32', device)
     for size in [(10, 14), (3, 4)]:

@@ -427,9 +427,9 @@ def embedding(input: Tensor, weight: Tensor, padding_idx=None, max_norm=None, no
 @register_function(F.interpolate, F.upsample if hasattr(F, 'upsample') else F.interpolate)
 def interpolate(input: Tensor, size=None, scale_factor=None, mode='nearest', align_corners=None,
                 recompute_scale_factor=None, antialias=False):
-    if input.ndim != 4 or mode not in ('nearest', 'bilinear') or antialias:
-        raise NotImplementedError(f'interpolate: only 4-D nearest/bilinear resizing is supported (mode={mode!r}, '
-                                  f'{input.ndim}-D input)')
+    if input.ndim != 4 or mode not in ('nearest', 'bilinear', 'bicubic') or antialias:
+        raise NotImplementedError(f'interpolate: only 4-D nearest/bilinear/bicubic resizing without antialias is '
+                                  f'supported (mode={mode!r}, {input.ndim}-D input)')
     return ops.resize2d(input, size, scale_factor, mode, align_corners, recompute_scale_factor)
 
 
