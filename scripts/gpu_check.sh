@@ -100,8 +100,8 @@ for stage in $STAGES; do
         | grep -v "it/s\]" | grep -v "^  output" | tee "$LOG_DIR/bench_serving.log" | tail -8
       (cd /tmp && timeout 150 python3 "$ROOT/scripts/bench_onnx.py") 2>&1 | tr "\r" "\n" | grep -v "it/s\]" \
         | tee "$LOG_DIR/bench_onnx.log" | tail -8
-      (cd /tmp && python3 "$ROOT/scripts/bench_models.py" --timeout 240 --markdown "$LOG_DIR/models.md" \
-         ${REPORT_MODELS:+--models $REPORT_MODELS}) 2>&1 | tee "$LOG_DIR/bench_models.log" ;;
+      (cd /tmp && python3 -m hidet bench suite --timeout 240 --out "$LOG_DIR/suite" \
+         ${REPORT_MODELS:+--models $REPORT_MODELS}) 2>&1 | tee "$LOG_DIR/bench_suite.log" ;;
     *) echo "unknown stage $stage"; status=1 ;;
   esac
 done

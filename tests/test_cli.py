@@ -1,5 +1,6 @@
 """The hidet command line: paths, cache, and benchmarks (small, on the CPU)."""
 import json
+import os
 import subprocess
 import sys
 
@@ -102,3 +103,42 @@ def test_bench_help_shows_the_baselines(capsys):
     out = capsys.readouterr().out
     for name in ('inductor-ro', 'inductor-ma', '--profile', '--device'):
         assert name in out
+
+
+def test_bench_suite_table_resume_and_errors(tmp_path, monkeypatch, capsys):
+    from hidet.cli import suite
+
+    calls = []
+
+    def fake_bench(name, args):
+        calls.append(name)
+        if name == 'broken':
+            return {'error': 'exit 1: RuntimeError: boom'}
+        ms = {'a': 2.0, 'b': 1.0}[name]
+        return {'results': {'hidet': {'ms': ms, 'compile_s': 3.0, 'max_error': 0.0},
+                            'eager': {'ms': 4.0, 'compile_s': 0.1, 'max_error': 0.0}}}
+
+    monkeypatch.setattr(suite, '_bench', fake_bench)
+    out = str(tmp_path / 'suite')
+    args = ['bench', 'suite', '--models', 'a,broken', '--device', 'cpu', '--backends', 'hidet,eager', '--out', out]
+    assert main(args) == 0
+    text = open(os.path.join(out, 'table.md')).read()
+    assert '| a | 2.000 | 4.000 | 3.0 | 0.1 | 2.00x |' in text and '| broken | exit 1: RuntimeError: boom |' in text
+    # resumed: a measured model is not measured again, a failed one is, a new one is added
+    calls.clear()
+    assert main(['bench', 'suite', '--models', 'a,broken,b', '--device', 'cpu', '--backends', 'hidet,eager',
+                 '--out', out]) == 0
+    assert calls == ['broken', 'b']
+    text = open(os.path.join(out, 'table.md')).read()
+    assert '| geometric mean |' in text and '2.83x' in text  # sqrt(2 * 4)
+    saved = json.load(open(os.path.join(out, 'results.json')))
+    assert set(saved['models']) == {'a', 'broken', 'b'}
+    # another setup in the same directory is refused rather than mixed in
+    with pytest.raises(SystemExit, match='another setup'):
+        main(['bench', 'suite', '--models', 'a', '--device', 'cpu', '--batch', '8', '--out', out])
+    png = os.path.join(out, 'chart.png')
+    try:
+        import matplotlib  # noqa: F401
+        assert os.path.getsize(png) > 0
+    except ImportError:
+        assert not os.path.exists(png) and 'install matplotlib' in capsys.readouterr().out

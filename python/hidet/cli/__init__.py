@@ -2,7 +2,8 @@
 
     hidet bench matmul 4096 4096 4096 --dtype f16      # latency, TFLOP/s, ratios against torch
     hidet bench conv2d 32 64 56 56 64 3 3 --padding 1
-    hidet bench model resnet50 --batch 1 --dtype f16 --backends hidet,eager,inductor
+    hidet bench model resnet50 --batch 1 --dtype f16 --backends hidet,eager,inductor-ro --profile
+    hidet bench suite --models resnet18,bert --out bench-dir   # a table, a chart and JSON over models (resumable)
     hidet cache status | hidet cache clear
     hidet --include-dir | --lib-dir | --cmake-dir        # where the runtime's files are installed
 """

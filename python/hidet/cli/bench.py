@@ -5,18 +5,22 @@ CPU: wall clock). Compile time is the first call's (hidet: optimize + build; ind
 first torch.compile call). Ratios > 1 mean hidet is faster. Baselines: ``eager``; ``inductor`` (torch.compile's
 default mode, no CUDA graphs), ``inductor-ro`` (reduce-overhead: CUDA graphs, the baseline of hidet's default,
 which replays CUDA graphs too) and ``inductor-ma`` (max-autotune, the baseline of a tuned hidet). ``--profile``
-prints each backend's kernels of one call from torch.profiler (time per call, launches, share). Each backend's first result is checked
-against float32 (``hidet.cli.accuracy``): a hidet result less accurate than eager's beyond the dtype's
-tolerance fails the command (exit 1, the reason on stderr) after printing the table.
+prints each backend's kernels of one call from torch.profiler (time per call, launches, share). Each backend's
+first result is checked against float32 (``hidet.cli.accuracy``): a hidet result less accurate than eager's
+beyond the dtype's tolerance fails the command (exit 1, the reason on stderr) after printing the table.
+``hidet bench suite`` (suite.py) runs ``bench model`` over a list of models.
 """
 from __future__ import annotations
 
+import argparse
 import copy
 import json
 import statistics
 import sys
 import time
 from typing import Callable, Dict, List, Optional, Tuple
+
+from hidet.cli import suite
 
 BACKENDS = ('hidet', 'eager', 'inductor', 'inductor-ro', 'inductor-ma')
 # torch.compile's mode of each inductor baseline
@@ -48,12 +52,14 @@ def add_parser(sub) -> None:
                        help='float32 on TF32 tensor cores: hidet with use_tensor_core, torch with allow_tf32')
         p.set_defaults(func=run)
 
-    p = kinds.add_parser('matmul', help='C[M, N] = A[M, K] @ B[K, N]')
+    p = kinds.add_parser('matmul', help='C[M, N] = A[M, K] @ B[K, N]',
+                         formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     p.add_argument('m', type=int)
     p.add_argument('n', type=int)
     p.add_argument('k', type=int)
     common(p)
-    p = kinds.add_parser('conv2d', help='conv2d of x[N, C, H, W] with w[K, C/groups, R, S]')
+    p = kinds.add_parser('conv2d', help='conv2d of x[N, C, H, W] with w[K, C/groups, R, S]',
+                         formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     for name in ('n', 'c', 'h', 'w', 'k', 'r', 's'):
         p.add_argument(name, type=int)
     p.add_argument('--stride', type=int, default=1)
@@ -64,7 +70,8 @@ def add_parser(sub) -> None:
                    help='channels-last tensors: torch in its channels_last memory format, hidet its '
                         'conv2d_channels_last on the same memory (no layout conversion timed on either side)')
     common(p)
-    p = kinds.add_parser('model', help='a torchvision or transformers model with random weights')
+    p = kinds.add_parser('model', help='a torchvision or transformers model with random weights',
+                         formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     p.add_argument('name', help='resnet18, resnet50, mobilenet_v2, efficientnet_b0, vit_b_16, convnext_tiny, bert, gpt2, '
                    'llama')
     p.add_argument('--batch', type=int, default=1)
@@ -72,6 +79,7 @@ def add_parser(sub) -> None:
     p.add_argument('--mode', default=None, help="torch.compile mode for hidet (e.g. max-autotune: search space 2); "
                    'the inductor baselines keep their own modes')
     common(p)
+    suite.add_parser(kinds)
 
 
 def _median_ms(fn: Callable[[], object], device: str, warmup: int, repeat: int) -> float:
@@ -200,7 +208,8 @@ def _profile(call: Callable, device: str, calls: int = 10, top: int = 15) -> str
         entry[1] += 1
     total = sum(us for us, _ in kernels.values()) or 1.0
     rows = sorted(kernels.items(), key=lambda kv: -kv[1][0])
-    table = [[name[:90], f'{us / calls:.1f}', f'{n / calls:g}', f'{100 * us / total:.1f}%'] for name, (us, n) in rows[:top]]
+    table = [[name[:90], f'{us / calls:.1f}', f'{n / calls:g}', f'{100 * us / total:.1f}%']
+             for name, (us, n) in rows[:top]]
     if len(rows) > top:
         rest = rows[top:]
         table.append([f'({len(rest)} more)', f'{sum(r[1][0] for r in rest) / calls:.1f}',
