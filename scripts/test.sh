@@ -2,6 +2,9 @@
 # The whole test suite: the C++ runtime's GoogleTests (ctest) and the Python tests (pytest).
 # Run from the repository root after `pip install .`. Installs what it needs where missing:
 # pytest (pip) and GoogleTest (Debian's libgtest-dev).
+#   bash scripts/test.sh [--quick] [pytest arguments...]
+# --quick: the C++ tests and the Python tests of the lower layers (IR, schedulers, backend, runtime, graph
+# passes, command line), without the operator, frontend and model suites: a few minutes on 2 cores.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -17,4 +20,10 @@ cmake --build build/cpp-tests -j "$(nproc)"
 ctest --test-dir build/cpp-tests --output-on-failure
 
 echo "== Python tests (pytest)"
-python3 -m pytest tests -q "$@"
+if [ "${1:-}" = "--quick" ]; then
+  shift
+  python3 -m pytest tests/ir tests/backend tests/runtime tests/graph/transforms tests/graph/test_flow_graph.py \
+    tests/lang tests/utils tests/test_cli.py tests/test_structure.py -q "$@"
+else
+  python3 -m pytest tests -q "$@"
+fi
