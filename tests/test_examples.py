@@ -34,6 +34,20 @@ print('ok')
     assert out.returncode == 0 and out.stdout.strip() == 'ok', out.stderr
 
 
+def test_readme_python_blocks_run_as_written(tmp_path):
+    """Every ```python block of README.md, in order, in one fresh process on this machine (the quick start picks
+    the GPU only where there is one; the serving snippet writes model.hidet)."""
+    import re
+
+    text = open(os.path.join(ROOT, 'README.md')).read()
+    blocks = re.findall(r'```python\n(.*?)```', text, re.S)
+    assert len(blocks) >= 2
+    out = subprocess.run([sys.executable, '-c', '\n'.join(blocks)], capture_output=True, text=True, cwd=tmp_path,
+                         timeout=600)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert os.path.exists(tmp_path / 'model.hidet')
+
+
 def test_original_hidet_operator_spellings():
     """The original Hidet's operator spellings beside torch's (docs/graph.md, "Spellings kept")."""
     import numpy as np
