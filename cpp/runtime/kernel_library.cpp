@@ -37,11 +37,26 @@ KernelLibrary::KernelLibrary(std::string path, void* handle) : path_(std::move(p
 
 KernelLibrary::~KernelLibrary() { dlclose(handle_); }
 
-bool KernelLibrary::has_kernel(const std::string& name) const { return dlsym(handle_, name.c_str()) != nullptr; }
+void* KernelLibrary::own_symbol(const std::string& name) const {
+  // Not the library's own bookkeeping entries, which do not take the kernel ABI's arguments.
+  if (name == "hidet_kernel_abi_version" || name == "hidet_kernel_last_error") return nullptr;
+  void* sym = dlsym(handle_, name.c_str());
+  if (sym == nullptr) return nullptr;
+  // dlsym also searches the library's dependencies (a manifest naming "abort" would find libc's): only a
+  // symbol defined in this library's own object is one of its kernels.
+  Dl_info found{}, own{};
+  void* anchor = dlsym(handle_, "hidet_kernel_abi_version");
+  if (anchor == nullptr || dladdr(sym, &found) == 0 || dladdr(anchor, &own) == 0) return nullptr;
+  return found.dli_fbase == own.dli_fbase ? sym : nullptr;
+}
+
+bool KernelLibrary::has_kernel(const std::string& name) const { return own_symbol(name) != nullptr; }
 
 Kernel KernelLibrary::get_kernel(const std::string& name) const {
-  auto fn = reinterpret_cast<hidet_kernel_fn>(dlsym(handle_, name.c_str()));
-  HIDET_CHECK(fn != nullptr, "kernel '", name, "' not found in ", path_);
+  auto fn = reinterpret_cast<hidet_kernel_fn>(own_symbol(name));
+  HIDET_CHECK(fn != nullptr, "kernel '", name, "' not found in ", path_,
+              dlsym(handle_, name.c_str()) != nullptr ? " (the name is one of its dependencies' or its own "
+                                                        "bookkeeping, not a kernel)" : "");
   return Kernel(shared_from_this(), name, fn);
 }
 

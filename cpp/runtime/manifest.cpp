@@ -347,13 +347,20 @@ int64_t Dim::eval(const std::vector<int64_t>& symbols) const {
       int64_t b = stack.back();
       stack.pop_back();
       int64_t& a = stack.back();
-      switch (static_cast<char>(t.value)) {
-        case '+': a += b; break;
-        case '-': a -= b; break;
-        case '*': a *= b; break;
-        case '/': HIDET_CHECK(b != 0, "a shape divides by zero"); a /= b; break;
-        default: HIDET_CHECK(b != 0, "a shape divides by zero"); a %= b; break;
+      char op = static_cast<char>(t.value);
+      // checked: a manifest's arithmetic must not overflow (undefined behaviour) or trap (INT64_MIN / -1)
+      bool overflow = false;
+      switch (op) {
+        case '+': overflow = __builtin_add_overflow(a, b, &a); break;
+        case '-': overflow = __builtin_sub_overflow(a, b, &a); break;
+        case '*': overflow = __builtin_mul_overflow(a, b, &a); break;
+        default:
+          HIDET_CHECK(b != 0, "a shape divides by zero");
+          overflow = a == INT64_MIN && b == -1;
+          if (!overflow) a = op == '/' ? a / b : a % b;
+          break;
       }
+      HIDET_CHECK(!overflow, "a shape's arithmetic overflows 64 bits ('", op, "')");
     }
   }
   return stack.back();

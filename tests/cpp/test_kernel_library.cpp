@@ -61,6 +61,16 @@ TEST(KernelLibrary, LaunchVectorAdd) {
   for (size_t i = 0; i < n; ++i) ASSERT_FLOAT_EQ(out[i], a[i] + b[i]) << i;
 }
 
+TEST(KernelLibrary, OnlyItsOwnKernels) {
+  // dlsym also finds the library's dependencies' symbols: a manifest naming libc's "abort" must not launch it
+  auto lib = KernelLibrary::load(kKernels);
+  for (const char* name : {"abort", "malloc", "hidet_kernel_abi_version", "hidet_kernel_last_error"}) {
+    EXPECT_FALSE(lib->has_kernel(name)) << name;
+    std::string msg = error_of([&] { lib->get_kernel(name); });
+    EXPECT_EQ(msg.rfind(std::string("kernel '") + name + "' not found in " + kKernels, 0), 0u) << msg;
+  }
+}
+
 TEST(KernelLibrary, MissingFile) {
   std::string msg = error_of([] { KernelLibrary::load("/nonexistent/libkernels.so"); });
   EXPECT_EQ(msg, "kernel library not found: /nonexistent/libkernels.so");

@@ -43,7 +43,8 @@ class HIDET_CXX_API KernelLibrary : public std::enable_shared_from_this<KernelLi
   KernelLibrary(const KernelLibrary&) = delete;
   KernelLibrary& operator=(const KernelLibrary&) = delete;
 
-  // Throws a clear error naming the kernel and the library when the symbol is missing.
+  // Throws a clear error naming the kernel and the library when the library defines no such kernel (a symbol
+  // of one of its dependencies, such as libc's "abort", or its ABI bookkeeping entries are not kernels).
   Kernel get_kernel(const std::string& name) const;
   bool has_kernel(const std::string& name) const;
   const std::string& path() const { return path_; }
@@ -52,6 +53,8 @@ class HIDET_CXX_API KernelLibrary : public std::enable_shared_from_this<KernelLi
 
  private:
   KernelLibrary(std::string path, void* handle);
+  // The address of ``name`` when this library's own object defines it as a kernel, else nullptr.
+  void* own_symbol(const std::string& name) const;
   std::string path_;
   void* handle_;
   hidet_kernel_last_error_fn last_error_fn_ = nullptr;
