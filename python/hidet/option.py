@@ -35,6 +35,8 @@ class Options:
     cache_dir: str = DEFAULT_CACHE_DIR  # kernels, tuning results, compiled graphs (DESIGN contract 6)
     cuda_arch: Optional[str] = _key_field(None)  # 'sm_90', 'sm_90a', ...; None: ask the GPU
     nvcc: Optional[str] = None  # path of nvcc; None: search (see hidet.backend.compiler.find_nvcc)
+    cuda_home: Optional[str] = None  # a CUDA toolkit whose bin/nvcc the search tries first (env CUDA_HOME, CUDA_PATH)
+    cxx: Optional[str] = None  # the C++ compiler command, flags allowed (env CXX); None: g++
     parallel_build: bool = True  # compile several kernels at once
     num_build_workers: Optional[int] = None  # None: os.cpu_count()
     debug_keep_source: bool = False  # also keep the compilers' intermediate files beside each kernel
@@ -92,6 +94,10 @@ ENV_VARS = {
     'HIDET_NVCC': ('nvcc', _env_str),
     'HIDET_DEBUG_KEEP_SOURCE': ('debug_keep_source', _env_bool),
     'HIDET_LOGS': ('logs', _env_str),
+    # the toolchain's conventional variables (CUDA_HOME wins over CUDA_PATH: later entries override)
+    'CUDA_PATH': ('cuda_home', _env_str),
+    'CUDA_HOME': ('cuda_home', _env_str),
+    'CXX': ('cxx', _env_str),
 }
 
 

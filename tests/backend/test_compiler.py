@@ -154,12 +154,21 @@ def test_nvcc_search_order(no_nvcc_anywhere, monkeypatch):
     assert compiler.find_nvcc(hidet.option.Options()) == system
     on_path = _fake_executable(tmp / 'empty-bin' / 'nvcc')
     assert compiler.find_nvcc(hidet.option.Options()) == on_path
-    monkeypatch.setenv('CUDA_HOME', str(tmp / 'home'))
+    monkeypatch.setenv('CUDA_HOME', str(tmp / 'home'))  # (read, as every variable, by hidet.option)
     home = _fake_executable(tmp / 'home' / 'bin' / 'nvcc')
-    assert compiler.find_nvcc(hidet.option.Options()) == home
+    assert compiler.find_nvcc(hidet.option.current()) == home
+    assert compiler.find_nvcc(hidet.option.Options(cuda_home=str(tmp / 'home'))) == home
     chosen = _fake_executable(tmp / 'chosen' / 'nvcc')
     monkeypatch.setenv('HIDET_NVCC', chosen)
     assert compiler.find_nvcc(hidet.option.current()) == chosen
+
+
+def test_cxx_from_the_options(monkeypatch):
+    monkeypatch.setenv('CXX', 'g++ -Wall')
+    assert compiler.find_cxx(hidet.option.current())[1:] == ['-Wall']
+    assert compiler.find_cxx(hidet.option.Options())[1:] == []  # (g++ alone)
+    with pytest.raises(CompilerNotFoundError, match='no-such-cxx'):
+        compiler.find_cxx(hidet.option.Options(cxx='no-such-cxx'))
 
 
 # ---- flags ----

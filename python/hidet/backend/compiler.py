@@ -84,7 +84,7 @@ def find_nvcc(options: Optional[Options] = None) -> str:
         if not _executable(options.nvcc):
             raise CompilerNotFoundError(f'nvcc set by hidet.option / HIDET_NVCC is not an executable: {options.nvcc}')
         return options.nvcc
-    cuda_home = os.environ.get('CUDA_HOME') or os.environ.get('CUDA_PATH')
+    cuda_home = options.cuda_home
     candidates = [
         ('$CUDA_HOME/bin/nvcc', os.path.join(cuda_home, 'bin', 'nvcc') if cuda_home else None),
         ('nvcc on PATH', shutil.which('nvcc')),
@@ -104,9 +104,10 @@ def find_nvcc(options: Optional[Options] = None) -> str:
     )
 
 
-def find_cxx() -> List[str]:
-    """The C++ compiler command: $CXX (may hold flags) or g++."""
-    command = shlex.split(os.environ.get('CXX', '')) or ['g++']
+def find_cxx(options: Optional[Options] = None) -> List[str]:
+    """The C++ compiler command: options.cxx / $CXX (may hold flags) or g++."""
+    options = options or option.current()
+    command = shlex.split(options.cxx or '') or ['g++']
     path = shutil.which(command[0])
     if path is None:
         raise CompilerNotFoundError(
@@ -210,7 +211,7 @@ def toolchain(target: str, options: Optional[Options] = None) -> Toolchain:
     options = options or option.current()
     inc = include_dir()
     if target == 'cpu':
-        cxx = find_cxx()
+        cxx = find_cxx(options)
         # -fno-trapping-math: floating-point exceptions are not trapped, so g++ may compute both sides of
         # a select and vectorize loops with them (the results are the same IEEE results)
         flags = ('-O3', '-march=native', '-fno-trapping-math', '-fopenmp', '-fPIC', '-shared', '-std=c++17',
@@ -219,7 +220,7 @@ def toolchain(target: str, options: Optional[Options] = None) -> Toolchain:
                  '-Wl,-z,nodelete')
         return Toolchain('cpu', host_cpu(), tuple(cxx), flags, compiler_version(cxx[0]), headers_digest(inc))
     if target == 'cuda':
-        nvcc, cxx = find_nvcc(options), find_cxx()
+        nvcc, cxx = find_nvcc(options), find_cxx(options)
         sm = cuda_arch(options)[len('sm_'):]
         if sm == '90':  # the H100's arch-specific features (wgmma); its SASS and PTX run on sm_90 GPUs alone
             sm = '90a'
