@@ -26,8 +26,8 @@ from typing import Dict, List, Optional, Set
 
 from hidet.graph.flow_graph import FlowGraph, display_name
 from hidet.graph.operator import Operator
-from hidet.graph.ops.fused import FusedOperator, is_anchor
 from hidet.graph.ops.conv import ConvChannelsLastOp, ConvOp
+from hidet.graph.ops.fused import FusedOperator, is_anchor
 from hidet.graph.ops.matmul import MatmulOp
 from hidet.graph.ops.reduce import ReduceOp
 from hidet.graph.tensor import Tensor
@@ -130,7 +130,7 @@ class FuseOperators(GraphPass):
         if log.isEnabledFor(logging.DEBUG):
             for g in groups:
                 members = sorted(g.members, key=lambda m: position[id(m)])
-                kind = 'row-broadcast' if len(g.anchors) > 1 else 'anchored' if g.anchors else 'injective'
+                kind = 'reductions' if len(g.anchors) > 1 else 'anchored' if g.anchors else 'injective'
                 log.debug('  %s: %s', kind, ', '.join(display_name(m) for m in members))
         return _rebuild(graph, groups, position)
 
