@@ -1,7 +1,7 @@
 """Generic traversals of expression trees, written once: children, collection and rewriting."""
 from __future__ import annotations
 
-from typing import Callable, Dict, List, Optional
+from typing import Callable, Dict, Iterator, List, Optional
 
 from hidet.ir.compute import GridCompute, ReduceCompute, TensorNode
 from hidet.ir.expr import Binary, BufferLoad, Call, Cast, Constant, Expr, Select, TensorElement, Unary, Var
@@ -30,18 +30,23 @@ def children(node) -> tuple:
     raise TypeError(f'unknown IR node {type(node).__name__}')
 
 
-def collect(root, node_type) -> List:
-    """Every distinct node of ``node_type`` reachable from ``root`` (pre-order, first visit)."""
-    seen, found, stack = set(), [], [root]
+def walk(root, descend: Callable[[object], bool] = lambda node: True) -> Iterator:
+    """Every distinct node reachable from ``root`` (pre-order, first visit), not looking inside nodes for which
+    ``descend`` is false (they are still visited)."""
+    seen, stack = set(), [root]
     while stack:
         node = stack.pop()
         if id(node) in seen:
             continue
         seen.add(id(node))
-        if isinstance(node, node_type):
-            found.append(node)
-        stack.extend(reversed(children(node)))
-    return found
+        yield node
+        if descend(node):
+            stack.extend(reversed(children(node)))
+
+
+def collect(root, node_type) -> List:
+    """Every distinct node of ``node_type`` reachable from ``root`` (pre-order, first visit)."""
+    return [node for node in walk(root) if isinstance(node, node_type)]
 
 
 def conjuncts(cond: Expr) -> List[Expr]:

@@ -35,7 +35,7 @@ from hidet.graph.transforms.base import GraphPass
 from hidet.graph.transforms.pass_context import PassContext
 from hidet.ir.compose import count_reads, reads_data_dependent
 from hidet.ir.expr import Binary, Call, Cast, Expr, TensorElement, Unary
-from hidet.ir.functors import children, inline_computes
+from hidet.ir.functors import inline_computes, walk
 from hidet.ir.schedulers.lowering import row_split
 from hidet.utils import logs
 
@@ -189,23 +189,17 @@ def _copies_operands(op: Operator) -> bool:
 def _cheap(value: Expr, dtype) -> bool:
     """At most MAX_PROLOGUE_OPS arithmetic operations on values of ``dtype`` (index arithmetic aside), no call
     and no cast to another type of floats."""
-    ops, seen, stack = 0, set(), [value]
-    while stack:
-        e = stack.pop()
-        if id(e) in seen:
-            continue
-        seen.add(id(e))
-        if isinstance(e, TensorElement):
-            if e.tensor.dtype.is_float() and e.tensor.dtype != dtype:
-                return False
-            continue  # (its indices are addressing, not work on values)
+    ops = 0
+    # (a read's indices are addressing, not work on values: not looked into)
+    for e in walk(value, descend=lambda n: not isinstance(n, TensorElement)):
+        if isinstance(e, TensorElement) and e.tensor.dtype.is_float() and e.tensor.dtype != dtype:
+            return False
         if isinstance(e, Call):
             return False
         if isinstance(e, Cast) and e.dtype.is_float() and e.a.dtype.is_float() and e.dtype != e.a.dtype:
             return False
         if isinstance(e, (Binary, Unary)) and e.dtype.is_float():
             ops += 1
-        stack.extend(children(e))
     return ops <= MAX_PROLOGUE_OPS
 
 

@@ -18,7 +18,7 @@ from hidet.ir.compute import ReduceCompute
 from hidet.ir.dtypes import DataType, int64
 from hidet.ir.expr import (BufferLoad, Constant, Expr, TensorElement, Var, binary, call, cast, convert, is_static,
                            maximum, minimum, select)
-from hidet.ir.functors import children, collect, merge_divmod, rewrite, substitute
+from hidet.ir.functors import collect, merge_divmod, rewrite, substitute, walk
 from hidet.ir.schedulers.analysis import depends_on, structural_key
 from hidet.ir.stmt import Assign, Declare, For, Seq, Stmt
 
@@ -116,17 +116,8 @@ def combine_name(kind: str) -> str:
 def top_reduces(expr: Expr) -> List[ReduceCompute]:
     """The reductions ``expr`` reads outside any other reduction (one read both inside another reduction and
     outside, as layer norm's mean, counts)."""
-    seen, found, stack = set(), [], [expr]
-    while stack:
-        node = stack.pop()
-        if id(node) in seen:
-            continue
-        seen.add(id(node))
-        if isinstance(node, ReduceCompute):
-            found.append(node)
-        else:
-            stack.extend(reversed(children(node)))
-    return found
+    return [node for node in walk(expr, descend=lambda n: not isinstance(n, ReduceCompute))
+            if isinstance(node, ReduceCompute)]
 
 
 def row_split(value: Expr, axes: Sequence[Var], shape: Sequence[int]) -> Optional[int]:
