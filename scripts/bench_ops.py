@@ -6,6 +6,8 @@ CUDA-event timings of back-to-back calls (GB/s counts each input read and each o
                                            # the row-broadcast kernel in block and in warp mode (H100:
                                            # layer norm 128 x 768 2.98 µs a block per row, 5.34 a warp,
                                            # torch 3.61)
+    python scripts/bench_ops.py --attention  # the tensor-core attention kernel, each config and the default,
+                                             # against torch's sdpa at the shapes of gpt2, bert, vit, llama
 """
 import statistics
 
@@ -119,6 +121,50 @@ def norms() -> None:
         print(f'{name:24s} {default * 1e3:9.2f} {warp * 1e3:9.2f} {graph_time(lambda: reference(t), 20, 10) * 1e3:9.2f}')
 
 
+def attention() -> None:
+    """The attention template's tensor-core configs (level 2's space) and its default at the models' shapes
+    against torch's scaled_dot_product_attention (flash / cuDNN), kernel times from CUDA-graph replays."""
+    from bench_matmul import graph_time
+
+    from hidet.backend.cache import build_libraries
+    from hidet.graph.ops.attention import AttentionOp
+    from hidet.kernels.attention import AttentionTemplate
+    from hidet.runtime.compiled_module import CompiledModule
+
+    # (name, batch x heads, query rows, keys, head size, mask: none / add / causal)
+    cases = [('gpt2 b1', 12, 128, 128, 64, 'causal'), ('bert b1', 12, 128, 128, 64, 'add'),
+             ('vit b1', 12, 197, 197, 64, 'none'), ('llama b1', 32, 128, 128, 64, 'causal'),
+             ('gpt2 b8 s512', 96, 512, 512, 64, 'causal'), ('bert b8 s512', 96, 512, 512, 64, 'add'),
+             ('d128 b1 s1024', 32, 1024, 1024, 128, 'causal'), ('d80 b2 s300', 24, 300, 300, 80, 'none')]
+    prepared = []
+    for name, bh, sq, sk, d, kind in cases:
+        g = torch.Generator(device='cuda').manual_seed(0)
+        q, k, v = (torch.randn(bh, n, d, device='cuda', dtype=torch.float16, generator=g) for n in (sq, sk, sk))
+        mask = torch.randn(1, sq, sk, device='cuda', dtype=torch.float16, generator=g) if kind == 'add' else None
+        args = [hidet.from_torch(t) for t in (q, k, v) + ((mask,) if mask is not None else ())]
+        op = AttentionOp(*[hidet.symbol_like(a) for a in args[:3]],
+                         hidet.symbol_like(args[3]) if mask is not None else None, d ** -0.5, kind == 'causal')
+        template = AttentionTemplate(op.task, 'cuda')
+        prepared.append((name, (q, k, v, mask, kind), template, template.space(2)))
+    sources = [(t.source(c), 'cuda', 'attention') for _, _, t, configs in prepared for c in configs]
+    paths = iter(build_libraries(sources))  # in parallel
+    print(f'{"case":16s} {"default":>16s} {"µs":>7s} {"best":>16s} {"µs":>7s} {"torch µs":>9s} {"default/torch":>13s}')
+    for name, (q, k, v, mask, kind), template, configs in prepared:
+        out = torch.empty(*q.shape[:-1], v.shape[-1], device='cuda', dtype=torch.float16)
+        torch_args = [x for x in (q, k, v, mask) if x is not None] + [out]
+        times = {}
+        for cfg in configs:
+            launch = CompiledModule(next(paths))['launch']
+            times[cfg.name()] = graph_time(lambda: launch(*torch_args), 20, 10) * 1e3
+        default = template.space(0)[0].name()
+        best = min(times, key=times.get)
+        ref = graph_time(lambda: F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=kind == 'causal'),
+                         20, 10) * 1e3
+        print(f'{name:16s} {default:>16s} {times[default]:7.2f} {best:>16s} {times[best]:7.2f} {ref:9.2f} '
+              f'{times[default] / ref:13.2f}')
+        print('    ' + ', '.join(f'{c} {t:.2f}' for c, t in sorted(times.items(), key=lambda x: x[1])))
+
+
 def main(slow=()) -> None:
     """``slow``: names of cases timed with few calls (kernels of other schedulers that take long)."""
     from hidet.graph.ops.arithmetic import UnaryElementwiseOp, BinaryElementwiseOp
@@ -169,4 +215,4 @@ def main(slow=()) -> None:
 if __name__ == '__main__':
     import sys
 
-    norms() if '--norms' in sys.argv else main()
+    attention() if '--attention' in sys.argv else norms() if '--norms' in sys.argv else main()

@@ -2,6 +2,7 @@
 compute definition through the auto-scheduler, and the graph pass that rewrites matmul → softmax →
 matmul into it (hidet/graph/transforms/fuse_attention.py). Everything against torch on random data."""
 import math
+import os
 
 import pytest
 import torch
@@ -10,7 +11,7 @@ import torch.nn.functional as F
 import hidet
 from hidet.graph import ops
 from hidet.graph.ops.attention import AttentionOp
-from hidet.kernels.attention import find_attention_template
+from hidet.kernels.attention import AttentionConfig, find_attention_template
 
 H = hidet.from_torch
 TOL = {'float32': 2e-5, 'float16': 2e-3}
@@ -101,6 +102,78 @@ def test_templates_and_their_limits():
     with pytest.raises(ValueError, match='more dimensions than the scores'):
         ops.attention(q1, kv, kv, mask=hidet.symbol([1, 2, 1, 5]))
     assert ops.attention(q1, kv, kv, mask=hidet.symbol([1, 1, 5])).shape == (2, 1, 8)
+
+
+# ---------------------------------------------------------------- the tensor-core kernel (kernels/attention/mma.py)
+# (batch dims, query rows, keys, head size, value head size, dtype, mask kind): sequence lengths that are not
+# tile multiples, head sizes 64 / 80 / 96 / 128 and one whose q·k and value sizes differ, fp16 and bf16
+MMA_CASES = [([2, 3], 77, 77, 64, 64, 'float16', 'causal'), ([1, 2], 130, 200, 128, 128, 'bfloat16', 'add'),
+             ([4], 197, 197, 80, 80, 'float16', 'none'), ([1, 4], 33, 33, 96, 96, 'bfloat16', 'causal'),
+             ([2, 2], 45, 70, 32, 64, 'float16', 'bool')]
+
+
+def _mma_task(batch, sq, sk, d, dv, dtype, kind, device='cuda'):
+    q = hidet.symbol(batch + [sq, d], dtype, device)
+    k, v = hidet.symbol(batch + [sk, d], dtype, device), hidet.symbol(batch + [sk, dv], dtype, device)
+    mask = None if kind in ('none', 'causal') else \
+        hidet.symbol([sq, sk] if kind == 'add' else batch[:1] + [1] * (len(batch) - 1) + [sq, sk],
+                     dtype if kind == 'add' else 'bool', device)
+    return AttentionOp(q, k, v, mask, 0.3, kind == 'causal').task
+
+
+def test_tensor_core_kernel_space_and_sources_compile_with_nvcc():
+    """fp16 / bf16 tasks with head sizes that are multiples of 16 up to 128 take the tensor-core kernel (every
+    config of the space at level 2), others the fp32 one; the sources compile for sm_90 and sm_80."""
+    from hidet.backend.cache import build_libraries
+    from hidet.backend.compiler import CompilerNotFoundError, find_nvcc
+
+    templates = [find_attention_template(_mma_task(*case, device='cpu'), 'cuda') for case in MMA_CASES]
+    for t in templates:
+        assert t.default().mma and all(c.mma for c in t.space(2)) and len(t.space(2)) == 8, t.title
+    assert find_attention_template(_mma_task([2], 8, 8, 64, 64, 'float16', 'none'), 'cuda').default().rows == 16
+    assert find_attention_template(_mma_task([64, 12], 512, 512, 64, 64, 'float16', 'none'), 'cuda') \
+        .default().rows == 64  # enough blocks for every SM at 64 rows a block
+    for odd in ([2], 8, 8, 40, 40, 'float16', 'none'), ([2], 8, 8, 64, 64, 'float32', 'none'):
+        assert not find_attention_template(_mma_task(*odd), 'cuda').default().mma
+    try:
+        find_nvcc()
+    except CompilerNotFoundError:
+        pytest.skip('nvcc not found')
+    sources = [t.source(t.default()) for t in templates] + [templates[1].source(AttentionConfig(128, 64))]
+    assert all('mma_m16n8k16' in s and 'ldmatrix<4, true>' in s for s in sources)
+    with hidet.option.context(cuda_arch='sm_90'):
+        paths = build_libraries([(s, 'cuda', 'attention-template-test') for s in sources])
+    with hidet.option.context(cuda_arch='sm_80'):
+        paths += build_libraries([(sources[0], 'cuda', 'attention-template-test')])
+    assert all(os.path.exists(p) for p in paths)
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize('case', MMA_CASES, ids=str)
+def test_tensor_core_kernel_every_config_matches_torch(case):
+    """Each config of the level-2 space against torch's sdpa in fp32 on random inputs."""
+    from hidet.backend.cache import build_libraries
+    from hidet.runtime.compiled_module import CompiledModule
+
+    batch, sq, sk, d, dv, dtype, kind = case
+    task = _mma_task(*case)
+    template = find_attention_template(task, 'cuda')
+    g = torch.Generator().manual_seed(3)
+    dt = getattr(torch, dtype)
+    q, k, v = (torch.randn(*batch, n, e, generator=g).to(dt).cuda() for n, e in ((sq, d), (sk, d), (sk, dv)))
+    mask = None
+    if kind == 'add':
+        mask = torch.randn(sq, sk, generator=g).to(dt).cuda()
+    elif kind == 'bool':
+        mask = torch.rand(*task.inputs[3].shape, generator=g).cuda() > 0.4
+        mask[..., 0] = True
+    expected = _expected(q, k, v, mask, kind == 'causal', 0.3)
+    configs = template.space(2)
+    paths = build_libraries([(template.source(c), 'cuda', 'attention-test') for c in configs])
+    for cfg, path in zip(configs, paths):
+        out = torch.full_like(expected, float('nan'))
+        CompiledModule(path)['launch'](*[x for x in (q, k, v, mask) if x is not None], out)
+        torch.testing.assert_close(out, expected, rtol=1e-2, atol=1e-2, msg=lambda m: f'{cfg.name()}: {m}')
 
 
 # ---------------------------------------------------------------- the graph pass

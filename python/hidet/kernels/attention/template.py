@@ -1,8 +1,9 @@
-"""Templates of the attention task (hidet/graph/ops/attention.py), in Hidet Script; float32 arithmetic throughout.
+"""Templates of the attention task (hidet/graph/ops/attention.py), in Hidet Script.
 
-- CPU: OpenMP over (batch, query row); a row's scores go to a stack buffer of Sk floats, then the
+- CUDA, fp16 / bf16 with head sizes that are multiples of 16 up to 128: the tensor-core kernel of mma.py.
+- CPU (float32 arithmetic): OpenMP over (batch, query row); a row's scores go to a stack buffer of Sk floats, then the
   softmax and the weighted sum of v's rows.
-- CUDA: a warp per query row, ``rows`` rows per block. The block walks the keys in tiles of 32: it
+- CUDA otherwise (float32 arithmetic): a warp per query row, ``rows`` rows per block. The block walks the keys in tiles of 32: it
   stages the tile of k and v in shared memory (as float32), each lane scores one key of the tile, and
   the warp updates its running maximum, running sum and output accumulators (lane c holds output
   columns c, c + 32, ...) online, so the scores never reach memory. Head sizes up to 128.
@@ -19,20 +20,28 @@ from hidet.ir.expr import BufferLoad, SymbolVar, Var, cast, convert
 from hidet.ir.schedulers.lowering import prod as _prod
 from hidet.ir.task import Task
 from hidet.ir.type import TensorType
+from hidet.kernels.attention import mma
 from hidet.kernels.template import Template
 
 CPU_MAX_KEYS = 16384  # the row buffer lives on the thread's stack (64 KiB)
 CUDA_MAX_HEAD = 128
 KEY_TILE = 32  # keys per tile on CUDA: one per lane
 LOWEST = -3.4028234663852886e38
+MMA_ROWS = (16, 32, 64, 128)  # tensor-core kernel: query rows per block (16 per warp)
+MMA_KEYS = (32, 64)  # and keys per tile
 
 
 @dataclass(frozen=True)
 class AttentionConfig:
-    rows: int  # query rows (warps) per CUDA block; 1 on the CPU
+    rows: int  # query rows per CUDA block (a warp per row, or with mma 16 per warp); 1 on the CPU
+    keys: int = 0  # mma: keys per tile (0: the fp32 kernel, a tile of 32)
+
+    @property
+    def mma(self) -> bool:
+        return self.keys > 0
 
     def name(self) -> str:
-        return f'r{self.rows}'
+        return f'mma_r{self.rows}_k{self.keys}' if self.mma else f'r{self.rows}'
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -63,8 +72,9 @@ class AttentionShape:
         return (f'[{self.batch}, {self.sq}, {self.d}] x [{self.batch}, {self.sk}, {self.dv}] {self.in_dtype.name}'
                 + mask + (', causal' if self.causal else ''))
 
-    def masked(self, score, b, i, j):
-        """``score`` of query i and key j of flat batch b after the mask (or the causal rule)."""
+    def masked(self, score, b, i, j, causal: bool = True):
+        """``score`` of query i and key j of flat batch b after the mask (and the causal rule, unless
+        ``causal`` is False: the caller tests it)."""
         from hidet.ir.expr import binary, call, select
         from hidet.ir.schedulers.lowering import broadcast_indices, flat_index, unflatten
 
@@ -78,7 +88,7 @@ class AttentionShape:
                 score = select(cast(m, boolean), score, convert(float('-inf'), float32))
             else:
                 score = score + cast(m, float32)
-        if self.causal:
+        if self.causal and causal:
             score = select(binary('<=', j, i), score, call('hidet_lowest', dtype=float32))
         return score
 
@@ -236,13 +246,34 @@ class AttentionTemplate(Template):
     def space(self, level: int) -> List[AttentionConfig]:
         if self.target == 'cpu':
             return [AttentionConfig(1)]
+        if not mma.unsupported(self.shape):
+            if level == 0:
+                return [self._mma_default()]
+            return [AttentionConfig(r, k) for r in MMA_ROWS for k in MMA_KEYS
+                    if mma.smem_bytes(self.shape, r, k) <= mma.MAX_SMEM]
         return [AttentionConfig(8)] if level == 0 else [AttentionConfig(r) for r in (8, 4, 16)]
+
+    def _mma_default(self) -> AttentionConfig:
+        """The most query rows per block that still give every SM a block (small problems: more, smaller
+        blocks), and key tiles of 64 (32 for head sizes over 64, whose tiles fill the shared memory)."""
+        keys = 64 if max(self.shape.d, self.shape.dv) <= 64 else 32
+        n, sq = self.shape.batch, self.shape.sq
+        if not (isinstance(n, int) and isinstance(sq, int)):
+            return AttentionConfig(64, keys)
+        for rows in (64, 32):
+            if -(-sq // rows) * n >= mma.TARGET_BLOCKS:
+                return AttentionConfig(rows, keys)
+        return AttentionConfig(16, keys)
 
     def source(self, config: AttentionConfig, fallback: bool = True) -> str:
         from hidet.backend.codegen import forwarding_launch, generate
 
-        build = _cpu_module if self.target == 'cpu' else _cuda_module
-        script = generate(build(self.shape, config).ir_module())
+        if config.mma:
+            script = generate(mma.build_module(self.shape, config, _kernel_name(self.shape, config, 'cuda'))
+                              .ir_module())
+        else:
+            build = _cpu_module if self.target == 'cpu' else _cuda_module
+            script = generate(build(self.shape, config).ir_module())
         kernel = _kernel_name(self.shape, config, self.target)
         return '\n'.join([script, ''] + forwarding_launch('attention', kernel, len(self.shape.ins) + 1,
                                                            len(self.shape.task.symbols())))

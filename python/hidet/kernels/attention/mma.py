@@ -1,0 +1,249 @@
+"""Attention on tensor cores (sm_80+, fp16 / bf16), flash-attention style, in Hidet Script.
+
+A block owns ``rows`` query rows of one (flattened) batch entry, a warp 16 of them, and walks the keys in
+tiles of ``keys``:
+
+- global → shared: 16-byte cp.async copies, zero-filled past the sequence ends. q's tile once; k's and v's
+  tiles double-buffered (the next tile's copies are in flight while the warps compute on this one). Shared
+  rows are padded by 16 bytes, so ldmatrix reads 8 rows from 8 bank groups.
+- scores: a warp's 16 x keys tile of q kᵀ with ``mma.sync m16n8k16`` (q's fragments loaded once with ldmatrix;
+  k's rows are the B operand's columns, ldmatrix without ``.trans``), fp32 accumulators.
+- the online softmax on the accumulators in registers: scale, mask (additive or boolean, read at each score's
+  (batch, row, key)), causal and sequence-end tests, the row maximum across the four lanes holding a row
+  (two shuffles), ``exp2`` with log2(e) folded into the scale, the running maximum's correction applied to
+  the output accumulators. Scores never reach shared memory.
+- p v: the probabilities, rounded to the input dtype, are already laid out as mma A fragments (the C fragments
+  of two neighbouring n8 tiles are one k16 A fragment); v's tile is the B operand through ``ldmatrix.trans``.
+- the output: divided by the row sums (reduced across the four lanes once, at the end), two elements per
+  store, rows past the end left alone.
+
+Causal attention (key j visible from query i when j <= i) stops at the block's last row; key 0 is always
+visible, so a processed row always has a finite maximum.
+"""
+from __future__ import annotations
+
+import math
+
+from hidet.ir.dtypes import float32
+from hidet.ir.expr import SymbolVar, cast, select
+from hidet.ir.schedulers.lowering import prod as _prod
+
+MAX_HEAD = 128  # head sizes (of q·k and of v) the kernel takes: multiples of 16 up to this
+MMA_DTYPES = ('float16', 'bfloat16')
+LOWEST = -3.4028234663852886e38
+LOG2E = 1.4426950408889634
+PAD = 8  # elements of padding per shared row (16 bytes)
+MAX_SMEM = 163 * 1024  # dynamic shared memory a block may opt into on sm_80 (sm_90: 227 KiB)
+TARGET_BLOCKS = 132  # blocks that keep every SM of an H100 busy (the default's size rule)
+
+
+def unsupported(shape) -> str:
+    """Why the tensor-core kernel cannot run ``shape`` (an AttentionShape); '' when it can."""
+    dtypes = {t.dtype.name for t in shape.task.inputs[:3]}
+    if len(dtypes) != 1 or next(iter(dtypes)) not in MMA_DTYPES:
+        return f'q, k, v are {sorted(dtypes)}, not all float16 or all bfloat16'
+    for what, n in (('head size', shape.d), ('value head size', shape.dv)):
+        if n % 16 or n > MAX_HEAD:
+            return f'{what} {n} is not a multiple of 16 up to {MAX_HEAD}'
+    return ''
+
+
+def smem_bytes(shape, rows: int, keys: int) -> int:
+    return (rows * (shape.d + PAD) + 2 * keys * (shape.d + PAD) + 2 * keys * (shape.dv + PAD)) * 2
+
+
+def build_module(shape, cfg, name: str):
+    import hidet
+    from hidet.lang import attr, f32, i64, register_tensor, view
+    from hidet.lang.cuda import (blockIdx, cp_async, cp_async_commit_group, cp_async_wait_group,
+                                 dynamic_shared_memory, ldmatrix, mma_sync, shfl_xor_sync, syncthreads, threadIdx)
+    from hidet.lang.math import exp2, max as fmax
+
+    why = unsupported(shape)
+    if why:
+        raise ValueError(f'attention mma kernel for {shape.text()}: {why}')
+    q, k, v = shape.ins[:3]
+    out = shape.out
+    dt = shape.in_dtype
+    NB, SQ, SK, D, DV = shape.batch, shape.sq, shape.sk, shape.d, shape.dv
+    ROWS, KEYS = cfg.rows, cfg.keys
+    WARPS = ROWS // 16
+    THREADS = WARPS * 32
+    QS, KS, VS = D + PAD, D + PAD, DV + PAD  # shared row strides
+    Q_ELEMS, K_ELEMS = ROWS * QS, KEYS * KS
+    SMEM = smem_bytes(shape, ROWS, KEYS)
+    NT = KEYS // 8  # n8 tiles of a warp's scores
+    DK = D // 16  # k16 steps of q kᵀ
+    PK = KEYS // 16  # k16 steps of p v
+    ON = DV // 8  # n8 tiles of the output
+    Q_CH, K_CH, V_CH = D // 8, D // 8, DV // 8  # 16-byte chunks per row
+    CAUSAL = shape.causal
+    MASKED = shape.mask_kind != 'none'
+    SCALE2 = float(shape.scale) * LOG2E
+    FULL = 0xFFFFFFFF
+    # loops over register arrays are Python lists, unrolled in the generated code (registers, not local memory)
+    HALVES, PAIR, FOUR = [0, 1], [0, 1], [0, 1, 2, 3]
+    NTS, DKS, PKS, ONS = (list(range(x)) for x in (NT, DK, PK, ON))
+    NT2S, ON2S = list(range(NT // 2)), list(range(ON // 2))
+
+    def score2(acc, b, i, j):
+        """The score in log2 units, after the mask (the causal and sequence-end tests are the caller's)."""
+        if not MASKED:
+            return acc * SCALE2
+        return shape.masked(acc * float(shape.scale), b, i, j, causal=False) * LOG2E
+
+    with hidet.script_module() as module:
+        @hidet.script
+        def attention_mma():
+            attr.func_name = name
+            attr.cuda_grid_dim = (SQ + (ROWS - 1)) // ROWS, NB
+            attr.cuda_block_dim = THREADS
+            attr.cuda_dynamic_smem_bytes = SMEM
+            qs = view(dynamic_shared_memory(0, dt), dt[ROWS, QS])
+            ks = view(dynamic_shared_memory(Q_ELEMS * 2, dt), dt[2, KEYS, KS])
+            vs = view(dynamic_shared_memory((Q_ELEMS + 2 * K_ELEMS) * 2, dt), dt[2, KEYS, VS])
+            tid = threadIdx.x
+            lane = tid % 32
+            warp = tid / 32
+            g = lane / 4  # the lane's group and index in it (mma fragment layouts)
+            t4 = lane % 4
+            b = blockIdx.y
+            q0 = blockIdx.x * ROWS
+            q_base = i64(b) * SQ * D
+            k_base = i64(b) * SK * D
+            v_base = i64(b) * SK * DV
+            kv_end = SK
+            if CAUSAL:
+                kv_end = min(SK, q0 + ROWS)
+            tiles = (kv_end + (KEYS - 1)) / KEYS
+
+            for x in range(tid, ROWS * Q_CH, THREADS):
+                r = x / Q_CH
+                ok = q0 + r < SQ
+                cp_async(~qs[r, x % Q_CH * 8], q + (q_base + i64(q0 + r if ok else 0) * D + x % Q_CH * 8), 16,
+                         16 if ok else 0)
+            cp_async_commit_group()
+            for x in range(tid, KEYS * K_CH, THREADS):
+                r = x / K_CH
+                ok = r < SK
+                cp_async(~ks[0, r, x % K_CH * 8], k + (k_base + i64(r if ok else 0) * D + x % K_CH * 8), 16,
+                         16 if ok else 0)
+            for x in range(tid, KEYS * V_CH, THREADS):
+                r = x / V_CH
+                ok = r < SK
+                cp_async(~vs[0, r, x % V_CH * 8], v + (v_base + i64(r if ok else 0) * DV + x % V_CH * 8), 16,
+                         16 if ok else 0)
+            cp_async_commit_group()
+
+            qf = register_tensor(dt, [DK, 8])
+            kf = register_tensor(dt, [8])
+            vf = register_tensor(dt, [8])
+            pf = register_tensor(dt, [PK, 8])
+            sacc = register_tensor(f32, [NT, 4])
+            oacc = register_tensor(f32, [ON, 4])
+            top = register_tensor(f32, [2])  # running maximum (log2 units) of the lane's two rows
+            total = register_tensor(f32, [2])  # the lane's share of the running row sums
+            for n in ONS:
+                for e in FOUR:
+                    oacc[n, e] = 0.0
+            for h in HALVES:
+                top[h] = LOWEST
+                total[h] = 0.0
+            row0 = q0 + warp * 16 + g  # the lane's rows: row0 and row0 + 8
+
+            for tile in range(tiles):
+                buf = tile % 2
+                j0 = tile * KEYS
+                if tile + 1 < tiles:  # the next tile's copies, into the other buffer
+                    for x in range(tid, KEYS * K_CH, THREADS):
+                        r = x / K_CH
+                        ok = j0 + KEYS + r < SK
+                        cp_async(~ks[1 - buf, r, x % K_CH * 8],
+                                 k + (k_base + i64(j0 + KEYS + r if ok else 0) * D + x % K_CH * 8), 16,
+                                 16 if ok else 0)
+                    for x in range(tid, KEYS * V_CH, THREADS):
+                        r = x / V_CH
+                        ok = j0 + KEYS + r < SK
+                        cp_async(~vs[1 - buf, r, x % V_CH * 8],
+                                 v + (v_base + i64(j0 + KEYS + r if ok else 0) * DV + x % V_CH * 8), 16,
+                                 16 if ok else 0)
+                cp_async_commit_group()
+                cp_async_wait_group(1)  # everything but the copies just issued has landed
+                syncthreads()
+                if tile == 0:
+                    for kk in DKS:
+                        ldmatrix(~qf[kk, 0], ~qs[warp * 16 + lane % 16, kk * 16 + lane / 16 * 8], 4)
+
+                # scores of the warp's 16 rows against the tile's keys
+                for n in NTS:
+                    for e in FOUR:
+                        sacc[n, e] = 0.0
+                for kk in DKS:
+                    for nj in NT2S:
+                        ldmatrix(~kf[0], ~ks[buf, nj * 16 + lane / 16 * 8 + lane % 8, kk * 16 + lane / 8 % 2 * 8], 4)
+                        mma_sync(~qf[kk, 0], ~kf[0], ~sacc[2 * nj, 0])
+                        mma_sync(~qf[kk, 0], ~kf[4], ~sacc[2 * nj + 1, 0])
+
+                # online softmax: new maxima, then probabilities in place of the scores
+                for h in HALVES:
+                    row = row0 + h * 8
+                    rc = row if row < SQ else SQ - 1
+                    tile_top: f32 = LOWEST
+                    for n in NTS:
+                        for c in PAIR:
+                            j = j0 + n * 8 + t4 * 2 + c
+                            jc = j if j < SK else SK - 1
+                            s = score2(sacc[n, h * 2 + c], b, rc, jc)
+                            ok = j < SK
+                            if CAUSAL:
+                                ok = ok and j <= row
+                            s = select(ok, s, LOWEST)
+                            sacc[n, h * 2 + c] = s
+                            tile_top = fmax(tile_top, s)
+                    tile_top = fmax(tile_top, shfl_xor_sync(FULL, tile_top, 1))
+                    tile_top = fmax(tile_top, shfl_xor_sync(FULL, tile_top, 2))
+                    new_top = fmax(top[h], tile_top)
+                    correction = exp2(top[h] - new_top)
+                    top[h] = new_top
+                    part: f32 = 0.0
+                    for n in NTS:
+                        for c in PAIR:
+                            j = j0 + n * 8 + t4 * 2 + c
+                            ok = j < SK
+                            if CAUSAL:
+                                ok = ok and j <= row0 + h * 8
+                            p = select(ok, exp2(sacc[n, h * 2 + c] - new_top), 0.0)
+                            sacc[n, h * 2 + c] = p
+                            part += p
+                    total[h] = total[h] * correction + part
+                    for n in ONS:
+                        for c in PAIR:
+                            oacc[n, h * 2 + c] = oacc[n, h * 2 + c] * correction
+
+                # p v: the probabilities as A fragments (two n8 score tiles make one k16 step)
+                for kk in PKS:
+                    for e in FOUR:
+                        pf[kk, e] = cast(sacc[2 * kk, e], dt)
+                        pf[kk, 4 + e] = cast(sacc[2 * kk + 1, e], dt)
+                for kk in PKS:
+                    for nj in ON2S:
+                        ldmatrix(~vf[0], ~vs[buf, kk * 16 + lane % 16, nj * 16 + lane / 16 * 8], 4, True)
+                        mma_sync(~pf[kk, 0], ~vf[0], ~oacc[2 * nj, 0])
+                        mma_sync(~pf[kk, 0], ~vf[4], ~oacc[2 * nj + 1, 0])
+                syncthreads()  # every warp is done with this buffer before the next tile's copies overwrite it
+
+            for h in HALVES:
+                s = total[h]
+                s += shfl_xor_sync(FULL, s, 1)
+                s += shfl_xor_sync(FULL, s, 2)
+                row = row0 + h * 8
+                if row < SQ:
+                    for n in ONS:
+                        for c in PAIR:
+                            out[(i64(b) * SQ + row) * DV + n * 8 + t4 * 2 + c] = \
+                                cast(oacc[n, h * 2 + c] / s, shape.out_dtype)
+
+    kernel = module.functions[-1]
+    kernel.params[:0] = shape.ins + [out]
+    kernel.params += [SymbolVar(s) for s in shape.task.symbols()]
+    return module
