@@ -1,20 +1,15 @@
 // Kernels of fixed size for the graph tests (test_graph*.cpp), following hidet/kernel_abi.h: like
-// the kernels of a compiled graph they take no dims. CPU kernels: they ignore the stream.
+// the kernels of a compiled graph they take no dims. CPU kernels: they ignore the stream. Built with
+// OpenMP where CMake finds it, as hidet builds CPU kernels, so that the tests unload a library whose
+// OpenMP worker threads outlive it (test_graph_leak.cpp).
 #include <string>
 
-#include "hidet/kernel_abi.h"
+#include "hidet/kernel/common.h"
 
-static thread_local std::string last_error;
+using hidet::fail;
 static const int kN = 8;  // every tensor is float32[8]
 
-static int32_t fail(const std::string& msg) {
-  last_error = msg;
-  return 1;
-}
-
-HIDET_KERNEL_EXPORT int32_t hidet_kernel_abi_version(void) { return HIDET_KERNEL_ABI_VERSION; }
-
-HIDET_KERNEL_EXPORT const char* hidet_kernel_last_error(void) { return last_error.c_str(); }
+HIDET_DEFINE_LIBRARY_EXPORTS()
 
 // out = a + b; buffers: a, b, out.
 HIDET_KERNEL_EXPORT int32_t add(void* const* buffers, int32_t num_buffers, const int64_t* /*dims*/, int32_t num_dims,
@@ -23,6 +18,7 @@ HIDET_KERNEL_EXPORT int32_t add(void* const* buffers, int32_t num_buffers, const
   const float* a = static_cast<const float*>(buffers[0]);
   const float* b = static_cast<const float*>(buffers[1]);
   float* out = static_cast<float*>(buffers[2]);
+#pragma omp parallel for num_threads(2)
   for (int i = 0; i < kN; ++i) out[i] = a[i] + b[i];
   return 0;
 }

@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <type_traits>
 
@@ -17,14 +18,21 @@
 
 namespace hidet {
 
-// The message of the last failure on this thread, per library (inline: one per shared object).
-inline std::string& last_error() {
-  static thread_local std::string message;
+// The message of the last failure on this thread, per library (inline: one per shared object). A
+// plain array, not a std::string: a thread_local with a destructor keeps its library from being
+// unloaded (glibc defers that until every thread that touched it has exited), so each graph loaded
+// and freed in a long-lived process would leak its libraries once a kernel had failed.
+constexpr size_t kMaxErrorLength = 2048;
+inline char* last_error() {
+  static thread_local char message[kMaxErrorLength];
   return message;
 }
 
+// Keep `message` (cut to kMaxErrorLength - 1 bytes) as this thread's last error; returns 1.
 inline int32_t fail(const std::string& message) {
-  last_error() = message;
+  size_t n = message.size() < kMaxErrorLength - 1 ? message.size() : kMaxErrorLength - 1;
+  std::memcpy(last_error(), message.data(), n);
+  last_error()[n] = '\0';
   return 1;
 }
 
@@ -92,4 +100,4 @@ inline bool is_aligned(const void* p, int bytes) { return reinterpret_cast<uintp
 // Defines the two symbols every kernel library exports besides its kernels (kernel_abi.h).
 #define HIDET_DEFINE_LIBRARY_EXPORTS()                                                              \
   HIDET_KERNEL_EXPORT int32_t hidet_kernel_abi_version(void) { return HIDET_KERNEL_ABI_VERSION; } \
-  HIDET_KERNEL_EXPORT const char* hidet_kernel_last_error(void) { return hidet::last_error().c_str(); }
+  HIDET_KERNEL_EXPORT const char* hidet_kernel_last_error(void) { return hidet::last_error(); }
