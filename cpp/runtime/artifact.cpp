@@ -145,6 +145,7 @@ void Container::parse(const uint8_t* data, uint64_t size) {
   for (size_t i = 0; i < entries_.size(); ++i) {
     HIDET_CHECK(hidet_fnv1a64(entries_[i].data, entries_[i].size) == hashes[i], at,
                 " is corrupt: hash mismatch in ", entries_[i].name);
+    entries_[i].hash = hashes[i];
   }
 }
 

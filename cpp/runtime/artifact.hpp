@@ -26,6 +26,7 @@ struct Entry {
   std::string name;
   const uint8_t* data = nullptr;  // into the container's bytes
   uint64_t size = 0;
+  uint64_t hash = 0;  // FNV-1a-64 of the bytes (checked)
 };
 
 // The checked entries of a container. Its bytes are mapped from a file (kept mapped while the

@@ -2,10 +2,6 @@
 // instruction list on the caller's stream.
 #include "graph.hpp"
 
-#include <dlfcn.h>
-#include <sys/mman.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
@@ -16,102 +12,21 @@
 #include "hidet/runtime/error.hpp"
 
 namespace hidet {
-namespace {
-
-// Write all of `size` bytes to fd; false on failure (errno set).
-bool write_all(int fd, const uint8_t* data, uint64_t size) {
-  while (size > 0) {
-    ssize_t n = ::write(fd, data, size);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    data += n;
-    size -= static_cast<uint64_t>(n);
-  }
-  return true;
-}
-
-// An anonymous in-memory file holding `entry`'s bytes, whose /proc/self/fd path names no library
-// that is loaded already: dlopen matches libraries by path before it opens anything, so a path
-// that a library (since closed, but not unloaded) had used would give back that stale library.
-// Returns -1 when memory files are unavailable.
-int memfd_for(const artifact::Entry& entry) {
-  std::vector<int> stale;
-  int fd = -1;
-  for (int attempt = 0; attempt < 16 && fd < 0; ++attempt) {
-    int candidate = ::memfd_create("hidet-kernels", MFD_CLOEXEC);
-    if (candidate < 0) break;
-    std::string path = "/proc/self/fd/" + std::to_string(candidate);
-    void* loaded = dlopen(path.c_str(), RTLD_LAZY | RTLD_NOLOAD);
-    dlerror();  // an empty file is no library: clear that error, it is expected
-    if (loaded != nullptr) {
-      dlclose(loaded);
-      stale.push_back(candidate);  // kept open until we are done, so the next fd gets another number
-      continue;
-    }
-    if (!write_all(candidate, entry.data, entry.size)) {
-      ::close(candidate);
-      break;
-    }
-    fd = candidate;
-  }
-  for (int s : stale) ::close(s);
-  return fd;
-}
-
-}  // namespace
-
-// A kernel library loaded from an artifact entry: from a memory file (kept open while the library
-// is loaded, so its /proc path stays unique) or, where memory files cannot be mapped executable,
-// from a private temporary file removed right after loading.
-struct Graph::LoadedLibrary {
-  std::shared_ptr<KernelLibrary> library;
-  int fd = -1;
-  ~LoadedLibrary() {
-    library.reset();
-    if (fd >= 0) ::close(fd);
-  }
-};
-
 void Graph::load_kernels(const artifact::Container& container) {
+  // Shared with every other graph whose artifact holds the same library bytes (library_registry.hpp).
   std::map<std::string, std::shared_ptr<LoadedLibrary>> by_entry;
   for (size_t i = 0; i < manifest_.kernels.size(); ++i) {
     const artifact::KernelSpec& spec = manifest_.kernels[i];
     std::shared_ptr<LoadedLibrary>& lib = by_entry[spec.library];
     if (!lib) {
       const artifact::Entry* entry = container.find(spec.library);  // present: checked by read_manifest
-      lib = std::make_shared<LoadedLibrary>();
-      std::string memfd_error;
-      lib->fd = memfd_for(*entry);
-      if (lib->fd >= 0) {
-        try {
-          lib->library = KernelLibrary::load("/proc/self/fd/" + std::to_string(lib->fd));
-        } catch (const Error& e) {
-          memfd_error = e.what();
-          ::close(lib->fd);
-          lib->fd = -1;
-        }
-      }
-      if (!lib->library) {
-        const char* tmpdir = std::getenv("TMPDIR");
-        std::string path = str_cat(tmpdir && *tmpdir ? tmpdir : "/tmp", "/hidet-kernels-XXXXXX");
-        int fd = ::mkstemp(path.data());
-        HIDET_CHECK(fd >= 0, "artifact ", source_, ": cannot load ", spec.library, ": cannot create a temporary file ",
-                    path, ": ", std::strerror(errno), memfd_error.empty() ? "" : "; from memory: ", memfd_error);
-        bool written = write_all(fd, entry->data, entry->size);
-        ::close(fd);
-        try {
-          HIDET_CHECK(written, "cannot write ", path, ": ", std::strerror(errno));
-          lib->library = KernelLibrary::load(path);
-        } catch (const Error& e) {
-          ::unlink(path.c_str());
-          throw Error(str_cat("artifact ", source_, ": cannot load ", spec.library, ": ", e.what()));
-        }
-        ::unlink(path.c_str());  // the loaded library keeps its mapping
-      }
+      lib = LibraryRegistry::instance().acquire(entry->data, entry->size, entry->hash,
+                                                str_cat("artifact ", source_, ": cannot load kernel library ",
+                                                        spec.library, " (of kernel ", i, " '", spec.name, "')"));
       libraries_.push_back(lib);
     }
     try {
-      kernels_.push_back(lib->library->get_kernel(spec.function));
+      kernels_.push_back(lib->kernel(spec.function));
     } catch (const Error&) {
       throw Error(str_cat("artifact ", source_, ": kernel ", i, " ('", spec.name, "'): ", spec.library,
                           " exports no function '", spec.function, "'"));

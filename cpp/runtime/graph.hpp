@@ -23,6 +23,7 @@
 #include "hidet/runtime/device.hpp"
 #include "hidet/runtime/kernel_library.hpp"
 #include "hidet/runtime/storage.hpp"
+#include "library_registry.hpp"
 
 namespace hidet {
 
@@ -69,8 +70,6 @@ class Graph {
     std::shared_ptr<Storage> storage;  // nullptr when arena_nbytes is 0
     std::mutex mutex;                  // held while a run enqueues its work with this arena
   };
-  struct LoadedLibrary;
-
   Graph() = default;
   void load_kernels(const artifact::Container& container);
   void load_weights(const artifact::Container& container);
@@ -80,7 +79,7 @@ class Graph {
   std::string source_;
   artifact::Manifest manifest_;
   Device device_;
-  // Libraries before kernels: kernels are destroyed first.
+  // Libraries before kernels: kernels are destroyed first. (Each kernel holds its library too.)
   std::vector<std::shared_ptr<LoadedLibrary>> libraries_;
   std::vector<Kernel> kernels_;  // by manifest kernel index
   std::shared_ptr<Storage> weights_;

@@ -2,9 +2,17 @@
 #include "hidet/runtime/kernel_library.hpp"
 
 #include <dlfcn.h>
+#include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
+#include <cerrno>
+#include <cstring>
+
+#include "elf_check.hpp"
 #include "hidet/runtime/error.hpp"
+#include "library_registry.hpp"
 
 namespace hidet {
 
@@ -13,14 +21,38 @@ std::string dl_error() {
   const char* err = dlerror();
   return err ? err : "unknown error";
 }
+
+// "" when the file at `path` passes elf_check, else why not (a damaged library given to dlopen can
+// kill the process instead of failing).
+std::string check_file(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return str_cat("cannot open it: ", std::strerror(errno));
+  struct stat st;
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return "not a regular file";
+  }
+  uint64_t size = static_cast<uint64_t>(st.st_size);
+  void* m = size > 0 ? ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0) : nullptr;
+  int err = errno;
+  ::close(fd);
+  if (m == MAP_FAILED) return str_cat("cannot map it: ", std::strerror(err));
+  std::string damage = elf_check(static_cast<const uint8_t*>(m), size);
+  if (m != nullptr) ::munmap(m, size);
+  return damage;
+}
+
 }  // namespace
 
 std::shared_ptr<KernelLibrary> KernelLibrary::load(const std::string& path) {
   struct stat st;
   HIDET_CHECK(::stat(path.c_str(), &st) == 0, "kernel library not found: ", path);
+  std::string damage = check_file(path);
+  HIDET_CHECK(damage.empty(), "cannot load kernel library ", path, ": not a loadable shared library: ", damage);
   // RTLD_LOCAL: libraries may export the same kernel names without clashing.
   void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
   HIDET_CHECK(handle != nullptr, "cannot load kernel library ", path, ": ", dl_error());
+  LibraryRegistry::instance().pin_openmp_runtime();  // before this library can be closed (see there)
   // Owned from here on, so an error below closes it again.
   std::shared_ptr<KernelLibrary> library(new KernelLibrary(path, handle));
 

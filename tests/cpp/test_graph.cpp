@@ -308,7 +308,8 @@ TEST(GraphErrors, Manifest) {
   std::string not_a_library = write_container({{"manifest.json", kManifest},
                                                {"weights.bin", float_bytes(iota8(0), 64)},
                                                {"kernels/0.so", "not an ELF file"}});
-  EXPECT_CONTAINS(load_error(not_a_library), "artifact g.hidet: cannot load kernels/0.so");
+  EXPECT_CONTAINS(load_error(not_a_library), "artifact g.hidet: cannot load kernel library kernels/0.so (of kernel 0 "
+                                             "'add_weight'): not a loadable shared library: not an ELF file");
 }
 
 TEST(GraphErrors, CudaArtifactWithoutGpu) {

@@ -27,6 +27,7 @@ class HIDET_CXX_API Kernel {
            stream);
   }
   const std::string& name() const { return name_; }
+  hidet_kernel_fn fn() const { return fn_; }
   const KernelLibrary& library() const { return *library_; }
 
  private:
