@@ -158,7 +158,9 @@ def attention() -> None:
             times[cfg.name()] = graph_time(lambda: launch(*torch_args), 20, 10) * 1e3
         default = template.space(0)[0].name()
         best = min(times, key=times.get)
-        ref = graph_time(lambda: F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=kind == 'causal'),
+        q4, k4, v4 = (x.unsqueeze(0) for x in (q, k, v))  # [1, heads, s, d]: torch's flash / cuDNN kernels
+        m4 = mask.unsqueeze(0) if mask is not None else None
+        ref = graph_time(lambda: F.scaled_dot_product_attention(q4, k4, v4, attn_mask=m4, is_causal=kind == 'causal'),
                          20, 10) * 1e3
         print(f'{name:16s} {default:>16s} {times[default]:7.2f} {best:>16s} {times[best]:7.2f} {ref:9.2f} '
               f'{times[default] / ref:13.2f}')

@@ -6,16 +6,23 @@ casts around it). Every intermediate must be read only by the next step of the c
 weights returned to the user keep the chain as it is), q, kᵀ and v must share their batch dimensions,
 and an additive mask must broadcast to the scores. kᵀ's transpose is dropped when it is one; otherwise a
 transpose is inserted.
+
+An attention operator whose mask is a constant that keeps exactly the keys j <= i of query i (a boolean
+lower-triangular mask, or an additive one of 0 and -inf, the same for every batch entry: what a decoder
+builds from its sequence length) becomes causal attention with no mask, which reads no mask and skips the
+key tiles past each query block.
 """
 from __future__ import annotations
 
 from typing import Dict, List, Optional
 
+import numpy as np
+
 from hidet.graph import ops
 from hidet.graph.flow_graph import FlowGraph
 from hidet.graph.operator import Operator
 from hidet.graph.ops.arithmetic import BinaryElementwiseOp, UnaryElementwiseOp
-from hidet.graph.ops.attention import attention
+from hidet.graph.ops.attention import AttentionOp, attention
 from hidet.graph.ops.matmul import MatmulOp
 from hidet.graph.ops.reduce import ReduceOp
 from hidet.graph.ops.transform import PermuteOp
@@ -152,6 +159,34 @@ def _keys(kt: Tensor) -> Tensor:
     return ops.transpose(kt, -1, -2)
 
 
+def is_causal_mask(mask: Tensor, sq, sk) -> bool:
+    """Whether constant ``mask``, broadcast to [..., sq, sk], keeps exactly the keys j <= i of each query i."""
+    if mask.is_symbolic() or not (isinstance(sq, int) and isinstance(sk, int)) or mask.ndim < 2:
+        return False
+    values = _host_values(mask)
+    if mask.dtype.is_boolean():
+        keep = values.astype(bool)
+    else:
+        keep = values == 0
+        if not np.all(keep | np.isneginf(values)):
+            return False
+    try:
+        keep = np.broadcast_to(keep, keep.shape[:-2] + (sq, sk))
+    except ValueError:
+        return False
+    return bool(np.array_equal(keep, np.broadcast_to(np.tril(np.ones((sq, sk), dtype=bool)), keep.shape)))
+
+
+def _causal(node: Operator, inputs: List[Tensor]) -> Optional[List[Tensor]]:
+    """An attention operator with a constant causal mask as causal attention without it."""
+    if not isinstance(node, AttentionOp) or len(inputs) != 4:
+        return None
+    q, k, v, mask = inputs
+    if not is_causal_mask(mask, q.shape[-2], k.shape[-2]):
+        return None
+    return [attention(q, k, v, None, node.attrs['scale'], causal=True)]
+
+
 class FuseAttention(GraphPass):
     name = 'fuse_attention'
 
@@ -165,7 +200,7 @@ class FuseAttention(GraphPass):
                 if m is not None and _single_use(m, node, users, outputs):
                     matches[id(node)] = m
         if not matches:
-            return graph
+            return rewrite_graph(graph, _causal)
 
         firsts = {id(m.scores_mm): m for m in matches.values()}
         adds = {id(m.mask_add) for m in matches.values() if m.mask_add is not None}
@@ -177,13 +212,14 @@ class FuseAttention(GraphPass):
                 return None
             m = matches.get(id(node))
             if m is None:
-                return None
+                return _causal(node, inputs)
             q, kt = mapped[id(m.scores_mm)]
             mask = None
             if m.mask is not None:
                 add = m.mask_add
                 mask = mapped[id(add)][[id(t) for t in add.inputs].index(id(m.mask))]
-            out = attention(q, _keys(kt), inputs[1], mask, m.scale)
+            causal = mask is not None and is_causal_mask(mask, q.shape[-2], kt.shape[-1])
+            out = attention(q, _keys(kt), inputs[1], None if causal else mask, m.scale, causal)
             return [ops.cast(out, node.outputs[0].dtype)]
 
         return rewrite_graph(graph, rewrite)

@@ -34,7 +34,6 @@ LOWEST = -3.4028234663852886e38
 LOG2E = 1.4426950408889634
 PAD = 8  # elements of padding per shared row (16 bytes)
 MAX_SMEM = 163 * 1024  # dynamic shared memory a block may opt into on sm_80 (sm_90: 227 KiB)
-TARGET_BLOCKS = 132  # blocks that keep every SM of an H100 busy (the default's size rule)
 
 
 def unsupported(shape) -> str:
