@@ -215,9 +215,13 @@ def toolchain(target: str, options: Optional[Options] = None) -> Toolchain:
         # -fno-trapping-math: floating-point exceptions are not trapped, so g++ may compute both sides of
         # a select and vectorize loops with them (the results are the same IEEE results)
         flags = ('-O3', '-march=native', '-fno-trapping-math', '-fopenmp', '-fPIC', '-shared', '-std=c++17',
-                 '-I', inc,
-                 # never unloaded: dlclose-ing the last user of libgomp would unmap it under its idle threads
-                 '-Wl,-z,nodelete')
+                 # -fno-gnu-unique: an exported static of an inline function (hidet::last_error's buffer,
+                 # libstdc++'s to_chars digits) would otherwise be STB_GNU_UNIQUE, which makes glibc ignore
+                 # dlclose of the library: every graph loaded and freed would leak its libraries
+                 '-fno-gnu-unique', '-I', inc)
+        # No -z nodelete: libraries are unloaded with the last graph or module using them. The OpenMP runtime,
+        # whose idle threads would crash if dlclose unmapped it, is pinned by the runtime instead
+        # (LibraryRegistry::pin_openmp_runtime in cpp/runtime/library_registry.cpp).
         return Toolchain('cpu', host_cpu(), tuple(cxx), flags, compiler_version(cxx[0]), headers_digest(inc))
     if target == 'cuda':
         nvcc, cxx = find_nvcc(options), find_cxx(options)

@@ -47,7 +47,7 @@ class CompiledGraph:
             from hidet.runtime.cuda import current_device
 
             device_id = current_device()
-        self._graph = _C.Graph.load_bytes(data, device_id)
+        self._graph = _C.Graph.load_bytes(data, device_id, str(source))
         self._data = data
         self.device = _device_of(self.target, device_id)
         tensors = self.manifest['tensors']
