@@ -18,8 +18,8 @@ _deferral = threading.local()
 def deferred_constants():
     """Inside, operators on concrete tensors are traced like symbolic ones instead of running one by one:
     graph frontends convert weights (batch-norm scales, transposes, casts) this way, and the graph's
-    ``fold_constants`` pass evaluates them all after compiling their kernels together, in parallel —
-    rather than one compile per operator while the model is being converted."""
+    ``fold_constants`` pass evaluates them all on the host from their compute definitions (hidet.ir.evaluate)
+    — rather than one kernel compile per operator while the model is being converted."""
     _deferral.depth = getattr(_deferral, 'depth', 0) + 1
     try:
         yield
