@@ -1,14 +1,16 @@
 """Precision conversion (PassContext.set_precision): the graph's float32 inputs and constants are
 cast to float16/bfloat16 at its start, every operator is rebuilt for the new dtypes, and outputs
 are cast back, so the graph's signature is unchanged. Reductions still accumulate in float32
-(DESIGN.md contract 5); constants are cast once by constant folding, saturated to the target's finite
-range (a float32 mask of -1e9 or a large folded weight becomes float16's largest value, not an
-infinity; infinities stay infinite)."""
+(DESIGN.md contract 5); constants are cast once by constant folding (the casts are deferred:
+``deferred_constants``, so the fold_constants pass that follows evaluates them on the host instead of
+compiling a cast kernel per constant here), saturated to the target's finite range (a float32 mask of
+-1e9 or a large folded weight becomes float16's largest value, not an infinity; infinities stay infinite)."""
 from __future__ import annotations
 
 import numpy as np
 
 from hidet.graph.flow_graph import FlowGraph
+from hidet.graph.operator import deferred_constants
 from hidet.graph.ops.arithmetic import cast_
 from hidet.graph.tensor import _from_host_values, _host_values
 from hidet.graph.transforms.base import GraphPass, rewrite_graph
@@ -38,9 +40,10 @@ class ConvertPrecision(GraphPass):
                 return None
             return node.reforward(new_inputs).outputs
 
-        converted = rewrite_graph(graph, convert)
-        outputs = [lowered(new) if new.trace is None else new for new in converted.outputs]
-        outputs = [cast_(new, old.dtype) for old, new in zip(graph.outputs, outputs)]
+        with deferred_constants():  # (casts of constants: traced, for constant folding)
+            converted = rewrite_graph(graph, convert)
+            outputs = [lowered(new) if new.trace is None else new for new in converted.outputs]
+            outputs = [cast_(new, old.dtype) for old, new in zip(graph.outputs, outputs)]
         return FlowGraph(outputs, graph.inputs)
 
 
