@@ -49,7 +49,7 @@ std::vector<void*> pointers(const std::vector<uintptr_t>& addrs) {
   return ptrs;
 }
 
-// [(name, dtype, shape, nbytes)] of the inputs or outputs.
+// [(name, dtype, shape, nbytes, dim_exprs)] of the inputs or outputs.
 py::list tensor_infos(const Graph& g, bool outputs) {
   int32_t n = 0;
   check(outputs ? hidet_graph_num_outputs(g.handle, &n) : hidet_graph_num_inputs(g.handle, &n));
@@ -59,7 +59,13 @@ py::list tensor_infos(const Graph& g, bool outputs) {
     check(outputs ? hidet_graph_output_info(g.handle, i, &info) : hidet_graph_input_info(g.handle, i, &info));
     py::tuple shape(info.ndim);
     for (int32_t d = 0; d < info.ndim; ++d) shape[d] = info.shape[d];
-    result.append(py::make_tuple(std::string(info.name), std::string(info.dtype), shape, info.nbytes));
+    py::tuple exprs(info.ndim);  // each dimension as the manifest gives it (hidet_graph_dim_expr)
+    for (int32_t d = 0; d < info.ndim; ++d) {
+      const char* expr = nullptr;
+      check(hidet_graph_dim_expr(g.handle, outputs ? 1 : 0, i, d, &expr));
+      exprs[d] = std::string(expr);
+    }
+    result.append(py::make_tuple(std::string(info.name), std::string(info.dtype), shape, info.nbytes, exprs));
   }
   return result;
 }
@@ -90,27 +96,56 @@ void bind_graph(py::module_& m) {
   py::class_<Graph, std::shared_ptr<Graph>>(m, "Graph", "A compiled graph (an artifact loaded by the C++ runtime).")
       .def_static(
           "load",
-          [](const std::string& path, int32_t device_id) {
+          [](const std::string& path, int32_t device_id, const py::object& sha256) {
             auto g = std::make_shared<Graph>();
-            nogil([&] { return hidet_graph_load(path.c_str(), device_id, &g->handle); });
+            std::string pin = sha256.is_none() ? std::string() : sha256.cast<std::string>();
+            nogil([&] {
+              return hidet_graph_load_pinned(path.c_str(), device_id, sha256.is_none() ? nullptr : pin.c_str(),
+                                             &g->handle);
+            });
             return g;
           },
-          py::arg("path"), py::arg("device_id") = 0, "Load an artifact file (device_id: the GPU for CUDA artifacts).")
+          py::arg("path"), py::arg("device_id") = 0, py::arg("sha256") = py::none(),
+          "Load an artifact file (device_id: the GPU for CUDA artifacts; sha256: its pinned digest).")
       .def_static(
           "load_bytes",
-          [](const py::buffer& data, int32_t device_id, const std::string& source) {
+          [](const py::buffer& data, int32_t device_id, const std::string& source, const py::object& sha256) {
             py::buffer_info buf = data.request();  // holds a view of `data` until it goes
             auto g = std::make_shared<Graph>();
             uint64_t size = static_cast<uint64_t>(buf.size) * static_cast<uint64_t>(buf.itemsize);
-            nogil([&] { return hidet_graph_load_from_memory(buf.ptr, size, source.c_str(), device_id, &g->handle); });
+            std::string pin = sha256.is_none() ? std::string() : sha256.cast<std::string>();
+            nogil([&] {
+              return hidet_graph_load_from_memory_pinned(buf.ptr, size, source.c_str(), device_id,
+                                                         sha256.is_none() ? nullptr : pin.c_str(), &g->handle);
+            });
             return g;
           },
-          py::arg("data"), py::arg("device_id") = 0, py::arg("source") = "<memory>",
-          "Load an artifact from its bytes; `source` names it in error messages.")
+          py::arg("data"), py::arg("device_id") = 0, py::arg("source") = "<memory>", py::arg("sha256") = py::none(),
+          "Load an artifact from its bytes; `source` names it in error messages; `sha256` (64 hex digits) "
+          "pins the bytes' digest.")
+      .def_property_readonly(
+          "description",
+          [](const Graph& g) {
+            HidetGraphDescription d;
+            check(hidet_graph_describe(g.handle, &d));
+            py::dict out;
+            out["format_version"] = d.format_version;
+            out["hidet_version"] = std::string(d.hidet_version);
+            out["target"] = std::string(d.target);
+            out["arch"] = std::string(d.arch);
+            out["num_kernels"] = d.num_kernels;
+            out["num_instructions"] = d.num_instructions;
+            out["arena_nbytes"] = d.arena_nbytes;
+            out["weights_nbytes"] = d.weights_nbytes;
+            out["manifest_json"] = py::bytes(d.manifest_json, d.manifest_nbytes);
+            return out;
+          },
+          "What the validated manifest says besides inputs and outputs (hidet_graph_describe), as a dict.")
       .def_property_readonly("inputs", [](const Graph& g) { return tensor_infos(g, false); },
-                             "[(name, dtype, shape, nbytes)] of the inputs")
+                             "[(name, dtype, shape, nbytes, dim_exprs)] of the inputs (shape: -1 where symbolic; dim_exprs: each "
+                             "dimension's postfix text, e.g. 'batch 8 *')")
       .def_property_readonly("outputs", [](const Graph& g) { return tensor_infos(g, true); },
-                             "[(name, dtype, shape, nbytes)] of the outputs")
+                             "[(name, dtype, shape, nbytes, dim_exprs)] of the outputs")
       .def_property_readonly(
           "device",
           [](const Graph& g) {

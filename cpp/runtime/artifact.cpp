@@ -13,6 +13,7 @@
 
 #include "hidet/runtime.h"
 #include "hidet/runtime/error.hpp"
+#include "sha256.hpp"
 
 namespace hidet {
 namespace artifact {
@@ -45,7 +46,8 @@ std::string printable(const uint8_t* p, uint32_t n) {
 
 }  // namespace
 
-std::unique_ptr<Container> Container::open_file(const std::string& path) {
+std::unique_ptr<Container> Container::open_file(const std::string& path, const char* pinned_sha256) {
+  if (pinned_sha256 != nullptr) sha256::parse(pinned_sha256);  // a malformed digest first: it is the caller's mistake
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   HIDET_CHECK(fd >= 0, "cannot open artifact ", path, ": ", std::strerror(errno));
   struct stat st;
@@ -72,12 +74,15 @@ std::unique_ptr<Container> Container::open_file(const std::string& path) {
   } else {
     ::close(fd);
   }
+  if (pinned_sha256 != nullptr) sha256::check_pinned(c->mapping_, size, pinned_sha256, path);
   c->parse(static_cast<const uint8_t*>(c->mapping_), size);
   return c;
 }
 
-std::unique_ptr<Container> Container::from_memory(const void* data, uint64_t size, std::string source) {
+std::unique_ptr<Container> Container::from_memory(const void* data, uint64_t size, std::string source,
+                                                  const char* pinned_sha256) {
   HIDET_CHECK(data != nullptr || size == 0, "artifact ", source, ": the buffer is NULL");
+  if (pinned_sha256 != nullptr) sha256::check_pinned(data, size, pinned_sha256, source);
   std::unique_ptr<Container> c(new Container());
   c->source_ = std::move(source);
   c->parse(static_cast<const uint8_t*>(data), size);

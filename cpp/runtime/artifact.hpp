@@ -34,8 +34,11 @@ struct Entry {
 class Container {
  public:
   // Read and check a file / a buffer: magic, container version, entry table, bounds, hashes.
-  static std::unique_ptr<Container> open_file(const std::string& path);
-  static std::unique_ptr<Container> from_memory(const void* data, uint64_t size, std::string source = "<memory>");
+  // `pinned_sha256` (64 hex digits, or nullptr for none): the whole file's pinned SHA-256, checked before
+  // anything else is read (docs/runtime.md, "Trust").
+  static std::unique_ptr<Container> open_file(const std::string& path, const char* pinned_sha256 = nullptr);
+  static std::unique_ptr<Container> from_memory(const void* data, uint64_t size, std::string source = "<memory>",
+                                                const char* pinned_sha256 = nullptr);
   ~Container();
   Container(const Container&) = delete;
   Container& operator=(const Container&) = delete;
@@ -67,6 +70,8 @@ struct Dim {
   std::vector<Token> postfix;
 
   bool is_static() const { return postfix.size() == 1 && postfix[0].kind == Const; }
+  // The tokens separated by spaces, symbols by name: "16", "batch", "batch 8 *".
+  std::string text(const std::vector<std::string>& symbols) const;
   // The value for symbol values `symbols`; throws hidet::Error on a division by zero.
   int64_t eval(const std::vector<int64_t>& symbols) const;
 };
@@ -75,6 +80,7 @@ struct TensorSpec {
   std::string dtype;
   std::vector<int64_t> shape;  // -1 where a dimension is symbolic
   std::vector<Dim> dims;       // every dimension, static or not
+  std::vector<std::string> dim_texts;  // each as Dim::text gives it (hidet_graph_dim_expr)
   bool symbolic = false;       // some dimension depends on symbols
   StorageKind storage = StorageKind::Arena;
   uint64_t offset = 0;  // weight: in weights.bin; arena (static graphs): in the arena
@@ -117,6 +123,7 @@ struct Manifest {
   std::vector<std::string> symbols;  // names of the symbolic dimensions (format version 2)
   uint64_t arena_nbytes = 0;         // static graphs; symbolic ones plan their arena per set of symbol values
   uint64_t weights_nbytes = 0;
+  std::string json;                  // manifest.json's text, as validated (for inspection: hidet_graph_describe)
 
   bool symbolic() const { return !symbols.empty(); }
 };

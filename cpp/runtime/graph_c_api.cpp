@@ -1,5 +1,6 @@
 // The C API of compiled graphs (runtime.h, "compiled graphs"): thin wrappers over graph.hpp.
 #include <algorithm>
+#include <cstring>
 #include <memory>
 #include <string>
 #include <vector>
@@ -8,6 +9,7 @@
 #include "c_api_common.hpp"
 #include "graph.hpp"
 #include "graph_tensors.hpp"
+#include "sha256.hpp"
 
 struct HidetGraph_ {
   std::shared_ptr<hidet::Graph> graph;
@@ -76,6 +78,69 @@ int hidet_graph_load_from_memory(const void* data, uint64_t size, const char* so
   auto container =
       hidet::artifact::Container::from_memory(data, size, source_name != nullptr ? source_name : "<memory>");
   *out_graph = new HidetGraph_{hidet::Graph::load(*container, device_id)};
+  API_END();
+}
+
+int hidet_graph_load_pinned(const char* path, int32_t device_id, const char* sha256, HidetGraphHandle* out_graph) {
+  API_BEGIN();
+  CHECK_NOT_NULL(path);
+  CHECK_NOT_NULL(out_graph);
+  std::unique_ptr<hidet::artifact::Container> container = hidet::artifact::Container::open_file(path, sha256);
+  *out_graph = new HidetGraph_{hidet::Graph::load(*container, device_id)};
+  API_END();
+}
+
+int hidet_graph_load_from_memory_pinned(const void* data, uint64_t size, const char* source_name, int32_t device_id,
+                                        const char* sha256, HidetGraphHandle* out_graph) {
+  API_BEGIN();
+  CHECK_NOT_NULL(out_graph);
+  auto container = hidet::artifact::Container::from_memory(data, size, source_name != nullptr ? source_name : "<memory>",
+                                                           sha256);
+  *out_graph = new HidetGraph_{hidet::Graph::load(*container, device_id)};
+  API_END();
+}
+
+int hidet_sha256(const void* data, uint64_t nbytes, char* out_hex) {
+  API_BEGIN();
+  CHECK_NOT_NULL(out_hex);
+  HIDET_CHECK(data != nullptr || nbytes == 0, "hidet_sha256: data is NULL");
+  std::string hex = hidet::sha256::hex(hidet::sha256::of(data, nbytes));
+  std::memcpy(out_hex, hex.c_str(), hex.size() + 1);
+  API_END();
+}
+
+int hidet_graph_describe(HidetGraphHandle graph, HidetGraphDescription* out_description) {
+  API_BEGIN();
+  CHECK_NOT_NULL(graph);
+  CHECK_NOT_NULL(out_description);
+  const hidet::artifact::Manifest& m = graph->graph->manifest();
+  HidetGraphDescription& d = *out_description;
+  d.format_version = m.format_version;
+  d.hidet_version = m.hidet_version.c_str();
+  d.target = m.target.c_str();
+  d.arch = m.arch.c_str();
+  d.num_kernels = static_cast<int32_t>(m.kernels.size());
+  d.num_instructions = static_cast<int32_t>(m.instructions.size());
+  d.arena_nbytes = m.symbolic() ? 0 : m.arena_nbytes;
+  d.weights_nbytes = m.weights_nbytes;
+  d.manifest_json = m.json.c_str();
+  d.manifest_nbytes = m.json.size();
+  API_END();
+}
+
+int hidet_graph_dim_expr(HidetGraphHandle graph, int32_t is_output, int32_t index, int32_t dim, const char** out_expr) {
+  API_BEGIN();
+  CHECK_NOT_NULL(graph);
+  CHECK_NOT_NULL(out_expr);
+  const auto& m = graph->graph->manifest();
+  const auto& list = is_output ? m.outputs : m.inputs;
+  const char* what = is_output ? "output" : "input";
+  HIDET_CHECK(index >= 0 && index < static_cast<int32_t>(list.size()), what, " index ", index,
+              " is out of range: the graph has ", list.size(), " ", what, "s");
+  const auto& texts = m.tensors[list[index].tensor].dim_texts;
+  HIDET_CHECK(dim >= 0 && dim < static_cast<int32_t>(texts.size()), what, " ", index, " ('", list[index].name,
+              "'): dimension ", dim, " is out of range: it has ", texts.size());
+  *out_expr = texts[dim].c_str();
   API_END();
 }
 

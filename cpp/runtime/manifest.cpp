@@ -137,6 +137,7 @@ TensorSpec read_tensor(const Reader& r, const json::Value& v, const std::string&
   const auto& dims = r.array(r.field(v, "shape", path), shape_path);
   for (size_t i = 0; i < dims.size(); ++i) {
     Dim dim = read_dim(r, dims[i], Reader::index(shape_path, i), symbols);
+    t.dim_texts.push_back(dim.text(symbols));
     if (!dim.is_static()) {
       t.symbolic = true;
       t.shape.push_back(-1);
@@ -258,6 +259,7 @@ Manifest read_manifest(const Container& container) {
 
   // The version first: a newer format may differ anywhere else.
   Manifest m;
+  m.json.assign(reinterpret_cast<const char*>(entry->data), entry->size);
   const json::Value& version = r.field(root, "format_version", "");
   m.format_version = r.integer(version, "format_version", std::numeric_limits<int64_t>::min());
   HIDET_CHECK(m.format_version >= kMinFormatVersion && m.format_version <= kFormatVersion, "artifact ", source,
@@ -364,6 +366,17 @@ int64_t Dim::eval(const std::vector<int64_t>& symbols) const {
     }
   }
   return stack.back();
+}
+
+std::string Dim::text(const std::vector<std::string>& symbols) const {
+  std::string s;
+  for (const Token& t : postfix) {
+    if (!s.empty()) s += ' ';
+    if (t.kind == Const) s += std::to_string(t.value);
+    else if (t.kind == Symbol) s += symbols.at(static_cast<size_t>(t.value));
+    else s += static_cast<char>(t.value);
+  }
+  return s;
 }
 
 std::vector<int64_t> TensorSpec::shape_at(const std::vector<int64_t>& symbols) const {

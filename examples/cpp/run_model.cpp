@@ -5,6 +5,7 @@
 //   run_model model.hidet                 # reads model.hidet.example/{input,output}_<i>.bin if present
 //   run_model model.hidet --random --repeat 100 [--cuda-graph] [--device 0]
 //   run_model dynamic.hidet --dim batch=4 --inputs DIR   # a graph with symbolic dimensions, at batch 4
+//   run_model model.hidet --sha256 $(sha256sum model.hidet | cut -c1-64)   # load only that exact file
 //
 // Input and output files hold a tensor's raw contiguous bytes in its dtype (what compile_to_file's
 // example writes). Exit status: 0 when the run (and the check, if any) succeeded, 1 otherwise.
@@ -28,6 +29,7 @@ namespace {
 
 struct Args {
   std::string model, inputs_dir;
+  std::string sha256;  // --sha256 HEX: load the model only if its SHA-256 is this (docs/runtime.md, "Trust")
   std::vector<std::pair<std::string, int64_t>> dims;  // --dim name=value: values of symbolic dimensions
   bool random = false, cuda_graph = false;
   int device = 0, warmup = 3, repeat = 20;
@@ -37,7 +39,7 @@ struct Args {
 [[noreturn]] void usage(const char* why) {
   std::fprintf(stderr,
                "%s\nusage: run_model MODEL.hidet [--inputs DIR | --random] [--repeat N] [--warmup N] "
-               "[--cuda-graph] [--device N] [--rtol R] [--atol A] [--dim NAME=VALUE ...]\n",
+               "[--cuda-graph] [--device N] [--rtol R] [--atol A] [--dim NAME=VALUE ...] [--sha256 HEX]\n",
                why);
   std::exit(2);
 }
@@ -52,6 +54,7 @@ Args parse(int argc, char** argv) {
     };
     if (s == "--inputs") a.inputs_dir = value();
     else if (s == "--random") a.random = true;
+    else if (s == "--sha256") a.sha256 = value();
     else if (s == "--cuda-graph") a.cuda_graph = true;
     else if (s == "--device") a.device = std::atoi(value().c_str());
     else if (s == "--warmup") a.warmup = std::atoi(value().c_str());
@@ -165,7 +168,7 @@ struct Buffer {
 };
 
 int run(const Args& args) {
-  hidet::rt::Graph graph(args.model, args.device);
+  hidet::rt::Graph graph(args.model, args.sha256, args.device);
   DLDevice device = graph.device();
   bool cuda = device.device_type == kDLCUDA;
   // Symbolic dimensions: every one needs a value (--dim), and the shapes follow from them.

@@ -247,6 +247,57 @@ HIDET_API int hidet_graph_load_from_memory(const void* data, uint64_t size, cons
                                            int32_t device_id, HidetGraphHandle* out_graph);
 
 /*!
+ * \brief hidet_graph_load, loading only the artifact whose SHA-256 is `sha256` (digest pinning; see
+ * docs/runtime.md, "Trust"): the whole file's digest is computed and compared before any of it is
+ * read, so a file that is not the pinned one is an error naming the file and both digests, e.g.
+ * "artifact m.hidet: its SHA-256 is 9f86…, expected 2c26… (the pinned digest): …".
+ * \param sha256 64 hex digits (either case; `sha256sum m.hidet` prints them), or NULL for no pinning.
+ *        A malformed digest is an error. Copied, not kept.
+ * SHA-256 comes from OpenSSL's libcrypto (libcrypto.so.3 or .so.1.1), loaded on first use: where it is
+ * missing, pinning is an error saying so (loading without a digest needs no libcrypto).
+ */
+HIDET_API int hidet_graph_load_pinned(const char* path, int32_t device_id, const char* sha256,
+                                      HidetGraphHandle* out_graph);
+
+/*! \brief hidet_graph_load_from_memory with digest pinning, as hidet_graph_load_pinned. */
+HIDET_API int hidet_graph_load_from_memory_pinned(const void* data, uint64_t size, const char* source_name,
+                                                  int32_t device_id, const char* sha256,
+                                                  HidetGraphHandle* out_graph);
+
+/*!
+ * \brief The SHA-256 of `nbytes` bytes at `data` (host memory), as 64 lowercase hex digits and a NUL
+ * written to `out_hex` (room for 65 chars): the digest hidet_graph_load_pinned compares. Fails only
+ * where libcrypto cannot be loaded.
+ */
+HIDET_API int hidet_sha256(const void* data, uint64_t nbytes, char* out_hex);
+
+/*! \brief What a loaded graph's (validated) manifest says besides its inputs and outputs. */
+typedef struct {
+  int64_t format_version;     /* artifact format version (docs/artifact.md) */
+  const char* hidet_version;  /* of the writer; "" when the manifest does not say */
+  const char* target;         /* "cpu" | "cuda" */
+  const char* arch;           /* "x86-64", "sm_90", ... */
+  int32_t num_kernels;
+  int32_t num_instructions;
+  uint64_t arena_nbytes;      /* static graphs: the planned intermediate arena; symbolic graphs: 0 */
+  uint64_t weights_nbytes;
+  const char* manifest_json;  /* manifest.json's text, for inspection (the loader validated it) */
+  uint64_t manifest_nbytes;
+} HidetGraphDescription;      /* strings are owned by the graph: valid until hidet_graph_free */
+
+/*! \brief Describe a loaded graph (see HidetGraphDescription). */
+HIDET_API int hidet_graph_describe(HidetGraphHandle graph, HidetGraphDescription* out_description);
+
+/*!
+ * \brief Dimension `dim` of input (is_output = 0) or output (is_output = 1) `index` as the manifest
+ * gives it, in postfix tokens separated by spaces: "16", "batch", or "batch 8 *" (operators + - * / %,
+ * C integer semantics). Owned by the graph. For callers that evaluate shapes themselves (the Python
+ * runtime); hidet_graph_shape_at evaluates them here.
+ */
+HIDET_API int hidet_graph_dim_expr(HidetGraphHandle graph, int32_t is_output, int32_t index, int32_t dim,
+                                   const char** out_expr);
+
+/*!
  * \brief Free a graph. On CUDA this waits for the device to finish work that may use the graph.
  * CUDA graphs created from it stay valid (they keep what they need alive).
  */

@@ -76,6 +76,13 @@ class Graph {
  public:
   /*! \brief Load `path` (onto CUDA device `device_id` for a CUDA artifact). */
   explicit Graph(const std::string& path, int32_t device_id = 0) { check(hidet_graph_load(path.c_str(), device_id, &handle_)); }
+  /*!
+   * \brief Load `path` only if its SHA-256 is `sha256` (64 hex digits; "" for no pinning): see
+   * hidet_graph_load_pinned.
+   */
+  Graph(const std::string& path, const std::string& sha256, int32_t device_id) {
+    check(hidet_graph_load_pinned(path.c_str(), device_id, sha256.empty() ? nullptr : sha256.c_str(), &handle_));
+  }
   /*! \brief Load from the bytes of an artifact in memory; `source_name` names it in messages. */
   Graph(const void* data, uint64_t size, const std::string& source_name, int32_t device_id = 0) {
     check(hidet_graph_load_from_memory(data, size, source_name.c_str(), device_id, &handle_));

@@ -1,0 +1,128 @@
+// Digest pinning (hidet_graph_load_pinned, hidet_sha256) and what a loaded graph describes of its validated
+// manifest (hidet_graph_describe, hidet_graph_dim_expr): the C entry points Python's CompiledGraph reads
+// instead of the raw manifest.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <string>
+#include <unistd.h>
+
+#include "artifact_writer.hpp"
+#include "hidet/runtime.h"
+
+using namespace hidet_test;
+
+namespace {
+
+const char* const kManifest = R"({
+  "format_version": 2, "hidet_version": "0.1.0", "target": "cpu", "arch": "x86-64", "symbols": ["batch"],
+  "inputs": [{"name": "x", "tensor": 0}],
+  "outputs": [{"name": "y", "tensor": 1}],
+  "tensors": [
+    {"dtype": "float32", "shape": ["batch", 8], "storage": "input"},
+    {"dtype": "float32", "shape": [["batch", 2, "*"], 4], "storage": "output"}
+  ],
+  "kernels": [{"library": "kernels/0.so", "function": "scale"}],
+  "instructions": [{"kernel": 0, "inputs": [0], "outputs": [1], "dims": [0]}],
+  "arena_nbytes": 0, "weights_nbytes": 0
+})";
+
+std::string artifact() {
+  return write_container({{"manifest.json", kManifest}, {"kernels/0.so", read_file(HIDET_TEST_GRAPH_KERNELS_PATH)}});
+}
+
+std::string sha256(const std::string& data) {
+  char hex[65];
+  EXPECT_EQ(hidet_sha256(data.data(), data.size(), hex), 0) << hidet_get_last_error();
+  return hex;
+}
+
+#define EXPECT_CONTAINS(text, part) \
+  EXPECT_NE(std::string(text).find(part), std::string::npos) << "'" << (text) << "' lacks '" << (part) << "'"
+
+}  // namespace
+
+TEST(Sha256, KnownDigests) {  // FIPS 180-2 examples
+  EXPECT_EQ(sha256(""), "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+  EXPECT_EQ(sha256("abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  EXPECT_EQ(hidet_sha256(nullptr, 0, nullptr), -1);
+  EXPECT_CONTAINS(hidet_get_last_error(), "out_hex");
+}
+
+TEST(Pinning, LoadsOnlyThePinnedBytes) {
+  std::string data = artifact();
+  std::string digest = sha256(data);
+  HidetGraphHandle g = nullptr;
+  ASSERT_EQ(hidet_graph_load_from_memory_pinned(data.data(), data.size(), "m.hidet", 0, digest.c_str(), &g), 0)
+      << hidet_get_last_error();
+  hidet_graph_free(g);
+  std::string upper = digest;
+  for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  ASSERT_EQ(hidet_graph_load_from_memory_pinned(data.data(), data.size(), "m.hidet", 0, upper.c_str(), &g), 0)
+      << hidet_get_last_error();
+  hidet_graph_free(g);
+  // NULL: no pinning.
+  ASSERT_EQ(hidet_graph_load_from_memory_pinned(data.data(), data.size(), "m.hidet", 0, nullptr, &g), 0);
+  hidet_graph_free(g);
+
+  // A valid artifact, but another one: refused before anything of it is read.
+  std::string other = data;
+  other.back() ^= 1;  // the library's last byte: the container hash is now wrong too, but is never reached
+  g = nullptr;
+  EXPECT_EQ(hidet_graph_load_from_memory_pinned(other.data(), other.size(), "m.hidet", 0, digest.c_str(), &g), -1);
+  EXPECT_EQ(g, nullptr);
+  std::string error = hidet_get_last_error();
+  EXPECT_CONTAINS(error, "artifact m.hidet: its SHA-256 is " + sha256(other) + ", expected " + digest);
+  EXPECT_EQ(error.find("hash mismatch"), std::string::npos) << error;
+
+  for (const char* bad : {"", "abc", "zz16bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015adzz",
+                          " ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"}) {
+    EXPECT_EQ(hidet_graph_load_from_memory_pinned(data.data(), data.size(), "m.hidet", 0, bad, &g), -1) << bad;
+    EXPECT_CONTAINS(hidet_get_last_error(), "is not 64 hex digits");
+  }
+}
+
+TEST(Pinning, Files) {
+  std::string data = artifact();
+  std::string path = "/tmp/hidet_test_pinning_" + std::to_string(::getpid()) + ".hidet";
+  write_file(path, data);
+  HidetGraphHandle g = nullptr;
+  ASSERT_EQ(hidet_graph_load_pinned(path.c_str(), 0, sha256(data).c_str(), &g), 0) << hidet_get_last_error();
+  hidet_graph_free(g);
+  std::string wrong(64, '0');
+  EXPECT_EQ(hidet_graph_load_pinned(path.c_str(), 0, wrong.c_str(), &g), -1);
+  EXPECT_CONTAINS(hidet_get_last_error(), "artifact " + path + ": its SHA-256 is " + sha256(data));
+  std::remove(path.c_str());
+  EXPECT_EQ(hidet_graph_load_pinned(path.c_str(), 0, wrong.c_str(), &g), -1);
+  EXPECT_CONTAINS(hidet_get_last_error(), "cannot open artifact " + path);
+}
+
+TEST(Describe, TheValidatedManifest) {
+  std::string data = artifact();
+  HidetGraphHandle g = nullptr;
+  ASSERT_EQ(hidet_graph_load_from_memory(data.data(), data.size(), "m.hidet", 0, &g), 0) << hidet_get_last_error();
+  HidetGraphDescription d;
+  ASSERT_EQ(hidet_graph_describe(g, &d), 0) << hidet_get_last_error();
+  EXPECT_EQ(d.format_version, 2);
+  EXPECT_STREQ(d.hidet_version, "0.1.0");
+  EXPECT_STREQ(d.target, "cpu");
+  EXPECT_STREQ(d.arch, "x86-64");
+  EXPECT_EQ(d.num_kernels, 1);
+  EXPECT_EQ(d.num_instructions, 1);
+  EXPECT_EQ(d.arena_nbytes, 0u);
+  EXPECT_EQ(d.weights_nbytes, 0u);
+  EXPECT_EQ(std::string(d.manifest_json, d.manifest_nbytes), kManifest);
+
+  const char* expr = nullptr;
+  ASSERT_EQ(hidet_graph_dim_expr(g, 0, 0, 0, &expr), 0);
+  EXPECT_STREQ(expr, "batch");
+  ASSERT_EQ(hidet_graph_dim_expr(g, 0, 0, 1, &expr), 0);
+  EXPECT_STREQ(expr, "8");
+  ASSERT_EQ(hidet_graph_dim_expr(g, 1, 0, 0, &expr), 0);
+  EXPECT_STREQ(expr, "batch 2 *");
+  EXPECT_EQ(hidet_graph_dim_expr(g, 1, 0, 2, &expr), -1);
+  EXPECT_CONTAINS(hidet_get_last_error(), "output 0 ('y'): dimension 2 is out of range: it has 2");
+  EXPECT_EQ(hidet_graph_dim_expr(g, 0, 1, 0, &expr), -1);
+  EXPECT_CONTAINS(hidet_get_last_error(), "input index 1 is out of range");
+  hidet_graph_free(g);
+}
