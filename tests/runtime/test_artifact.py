@@ -47,7 +47,7 @@ def test_round_trip(saved):
 def test_not_an_artifact(tmp_path):
     p = tmp_path / 'x.hidet'
     p.write_bytes(b'hello world, not an artifact at all')
-    with pytest.raises(ValueError, match='not a hidet artifact'):
+    with pytest.raises(hidet.HidetRuntimeError, match='not a hidet artifact'):
         hidet.load_compiled_graph(p)
 
 
@@ -56,7 +56,7 @@ def test_truncated(saved, tmp_path):
     for cut in sorted({8, 16, 40, len(data) // 3, len(data) // 2, len(data) - 1}):
         p = tmp_path / f'cut{cut}.hidet'
         p.write_bytes(data[:cut])
-        with pytest.raises(ValueError, match='truncated|not a hidet artifact'):
+        with pytest.raises(hidet.HidetRuntimeError, match='truncated|not a hidet artifact'):
             hidet.load_compiled_graph(p)
 
 
@@ -65,13 +65,13 @@ def test_corrupt(saved, tmp_path):
     data[-100] ^= 0xFF  # inside the last entry (a kernel library)
     p = tmp_path / 'corrupt.hidet'
     p.write_bytes(bytes(data))
-    with pytest.raises(ValueError, match='corrupt: hash mismatch'):
+    with pytest.raises(hidet.HidetRuntimeError, match='corrupt: hash mismatch'):
         hidet.load_compiled_graph(p)
 
 
 def test_wrong_format_version(saved, tmp_path):
     p = _rewrite(saved, tmp_path / 'v.hidet', lambda m: m.update(format_version=99))
-    with pytest.raises(ValueError, match='format version 99'):
+    with pytest.raises(hidet.HidetRuntimeError, match='format version 99'):
         hidet.load_compiled_graph(p)
 
 

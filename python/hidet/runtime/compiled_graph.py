@@ -32,34 +32,54 @@ def _dim_text(entry) -> str:
     return artifact.fold_dim(entry, str, lambda op, a, b: f'({a} {op} {b})')
 
 
+_CUDA_KIND = 2  # DLPack's kDLCUDA, as _C.Graph.device gives it
+
+
+def _dim_entry(text: str):
+    """A dimension from the loader's postfix text (hidet_graph_dim_expr: '16', 'batch', 'batch 8 *') as
+    the manifest writes it: an int, a symbol's name, or a tuple of postfix tokens."""
+    tokens = tuple(int(t) if t.lstrip('-').isdigit() else t for t in text.split())
+    return tokens[0] if len(tokens) == 1 else tokens
+
+
+def _signature(info) -> TensorSignature:
+    name, dtype, _, _, exprs = info
+    return TensorSignature(name, data_type(dtype), tuple(_dim_entry(e) for e in exprs))
+
+
 class CompiledGraph:
-    def __init__(self, data: bytes, source: str = '<memory>'):
-        entries = artifact.read(data, source)
-        self.manifest = json.loads(entries['manifest.json'])
-        versions = (artifact.FORMAT_VERSION, artifact.SYMBOLIC_FORMAT_VERSION)
-        if self.manifest.get('format_version') not in versions:
-            raise ValueError(f'{source} has artifact format version {self.manifest.get("format_version")}; '
-                             f'this hidet reads versions {versions[0]} to {versions[-1]}')
-        self.symbols: List[str] = list(self.manifest.get('symbols', []))
-        self.target: str = self.manifest['target']
-        device_id = 0
-        if self.target == 'cuda':
-            from hidet.runtime.cuda import current_device
+    """A loaded artifact. Everything it knows of the artifact comes from the C++ loader, which validated
+    the container and the manifest (docs/artifact.md) before returning: a damaged file is one
+    HidetRuntimeError naming the file, the entry and the field, never a KeyError from a raw manifest.
+    ``sha256`` (64 hex digits) pins the bytes' digest (docs/runtime.md, "Trust")."""
 
-            device_id = current_device()
-        self._graph = _C.Graph.load_bytes(data, device_id, str(source))
+    def __init__(self, data: bytes, source: str = '<memory>', sha256: Optional[str] = None):
+        from hidet.runtime.cuda import current_device
+
+        # device_id matters only for CUDA artifacts; the loader ignores it for CPU ones.
+        device_id = current_device()
+        self._graph = _C.Graph.load_bytes(data, device_id, str(source), sha256)
         self._data = data
-        self.device = _device_of(self.target, device_id)
-        tensors = self.manifest['tensors']
-
-        def signature(entry) -> TensorSignature:
-            spec = tensors[entry['tensor']]
-            shape = tuple(tuple(d) if isinstance(d, list) else d for d in spec['shape'])
-            return TensorSignature(entry['name'], data_type(spec['dtype']), shape)
-
-        self.inputs: List[TensorSignature] = [signature(e) for e in self.manifest['inputs']]
-        self.outputs: List[TensorSignature] = [signature(e) for e in self.manifest['outputs']]
+        self._source = str(source)
+        info = self._graph.description
+        self.format_version: int = info['format_version']
+        self.target: str = info['target']
+        self.arch: str = info['arch']
+        self._info = info
+        self._manifest = None  # parsed on first use of .manifest
+        self.symbols: List[str] = list(self._graph.symbols)
+        kind, index = self._graph.device
+        self.device = _device_of(self.target, index if kind == _CUDA_KIND else 0)
+        self.inputs: List[TensorSignature] = [_signature(e) for e in self._graph.inputs]
+        self.outputs: List[TensorSignature] = [_signature(e) for e in self._graph.outputs]
         self._torch_signatures = None  # see _torch_static
+
+    @property
+    def manifest(self) -> dict:
+        """manifest.json as a dict, for inspection (the loader validated it; nothing here reads it to run)."""
+        if self._manifest is None:
+            self._manifest = json.loads(self._info['manifest_json'])
+        return self._manifest
 
     # ------------------------------------------------------------------ running
     def __call__(self, *inputs):
@@ -109,8 +129,8 @@ class CompiledGraph:
             cuda = self.target == 'cuda'
             addrs = []
             for t, (shape, dtype) in zip(inputs, self._torch_static()[0]):
-                if not (isinstance(t, torch.Tensor) and t.shape == shape and t.dtype is dtype and t.is_cuda == cuda
-                        and t.is_contiguous()):
+                if not (isinstance(t, torch.Tensor) and t.shape == shape and t.dtype is dtype
+                        and (t.is_cuda if cuda else t.is_cpu) and t.is_contiguous()):
                     break
                 addrs.append(t.data_ptr())
             else:
@@ -125,7 +145,11 @@ class CompiledGraph:
         addrs, found = [], []
         for i, (sig, t) in enumerate(zip(self.inputs, inputs)):
             if is_torch:
-                shape, dtype, dev = tuple(t.shape), _torch_dtype_name(t.dtype), ('cuda' if t.is_cuda else 'cpu')
+                shape, dtype, dev = tuple(t.shape), _torch_dtype_name(t.dtype), t.device.type
+                if dev != self.device.kind:  # before data_ptr(): a meta tensor's is 0, a "null pointer" below
+                    what = (' (a meta tensor has a shape and a dtype but no data)' if dev == 'meta' else '')
+                    raise ValueError(f'input {i} ({sig.name}) is on the {dev} device{what}; the compiled graph '
+                                     f'runs on {self.device.kind}: move the input there first')
                 if not t.is_contiguous():
                     raise ValueError(f'input {i} ({sig.name}) is not contiguous; call .contiguous() first')
             else:
@@ -184,16 +208,17 @@ class CompiledGraph:
 
     @property
     def num_kernels(self) -> int:
-        return len(self.manifest['kernels'])
+        return self._info['num_kernels']
 
     @property
     def arena_nbytes(self) -> int:
-        """Bytes of the intermediate arena (the planned peak of intermediates)."""
-        return self.manifest['arena_nbytes']
+        """Bytes of the intermediate arena (the planned peak of intermediates; 0 for symbolic graphs, whose
+        arena is planned per shape)."""
+        return self._info['arena_nbytes']
 
     @property
     def weights_nbytes(self) -> int:
-        return self.manifest['weights_nbytes']
+        return self._info['weights_nbytes']
 
     def __repr__(self) -> str:
         return (f'CompiledGraph({self.target}, inputs={self.inputs}, outputs={self.outputs}, '
@@ -257,11 +282,13 @@ class CudaGraphs:
         return outputs[0] if len(outputs) == 1 else outputs
 
 
-def load_compiled_graph(path: str) -> CompiledGraph:
-    """Load an artifact written by CompiledGraph.save."""
+def load_compiled_graph(path: str, sha256: Optional[str] = None) -> CompiledGraph:
+    """Load an artifact written by CompiledGraph.save. ``sha256``: load it only if the file's SHA-256 is
+    this (64 hex digits, e.g. from ``sha256sum``): digest pinning, docs/runtime.md "Trust". The digest is
+    computed by the C++ runtime on the same bytes it then loads."""
     path = os.fspath(path)
     with open(path, 'rb') as f:
-        return CompiledGraph(f.read(), source=path)
+        return CompiledGraph(f.read(), source=path, sha256=sha256)
 
 
 def _device_of(target: str, device_id: int):
