@@ -263,3 +263,68 @@ def test_constant_causal_masks_become_causal_attention(kind):
     assert node.attrs['causal'] == (kind in ('bool', 'add')) and len(node.inputs) == (3 if node.attrs['causal'] else 4)
     torch.testing.assert_close(optimized(H(q), H(k), H(v)).torch(), _expected(q, k, v, mask.view(1, 1, 9, 9)),
                                rtol=1e-5, atol=1e-5)
+
+
+# ---------------------------------------------------------------- views (graph/transforms/attention_views.py)
+def _heads(x, n_heads, b, s):
+    """[b, s, n_heads * 64] → [b, n_heads, s, 64], as a model writes it."""
+    return ops.permute(ops.reshape(x, [b, s, n_heads, 16]), [0, 2, 1, 3])
+
+
+@pytest.mark.parametrize('style', ['split', 'slice', 'gqa'])
+def test_attention_reads_heads_in_place_and_writes_merged_heads(style):
+    """The QKV projection's output split (gpt2) or sliced (merged sibling linears), reshaped and permuted to
+    heads: attention reads them through views, and writes the permute back to merged heads itself. The
+    optimized graph has no kernel that only copies, and gives torch's values. GQA's key/value heads broadcast
+    over the query heads (head h reads key head h // 2: no stride does that) stay copies; q is a view."""
+    from hidet.graph.transforms.attention_views import view_of
+
+    b, s, h, kvh = 2, 11, 4, (2 if style == 'gqa' else 4)
+    g = torch.Generator().manual_seed(5)
+    x = torch.randn(b, s, 32, generator=g)
+    w = torch.randn(32, (h + 2 * kvh) * 16, generator=g) / 6
+    wo = torch.randn(h * 16, 32, generator=g) / 6
+    hx = hidet.symbol([b, s, 32])
+    qkv = ops.matmul(hx, H(w))
+    if style == 'split':
+        q, k, v = ops.split(qkv, [h * 16, kvh * 16, kvh * 16], axis=2)
+    else:
+        q, k, v = (ops.strided_slice(qkv, [a], [a + n], axes=[2]) for a, n in
+                   ((0, h * 16), (h * 16, kvh * 16), ((h + kvh) * 16, kvh * 16)))
+    q, k, v = _heads(q, h, b, s), _heads(k, kvh, b, s), _heads(v, kvh, b, s)
+    if style == 'gqa':  # each key/value head serves two query heads (repeat_kv)
+        k, v = (ops.reshape(ops.broadcast(ops.reshape(t, [b, kvh, 1, s, 16]), [b, kvh, 2, s, 16]), [b, h, s, 16])
+                for t in (k, v))
+    y = ops.attention(q, k, v, scale=0.25, causal=True)
+    out = ops.matmul(ops.reshape(ops.permute(y, [0, 2, 1, 3]), [b, s, h * 16]), H(wo))
+    graph = hidet.graph.optimize(hidet.trace_from(out, [hx]))
+    (att,) = _attention_nodes(graph)
+    assert att.out_dims == (0, 2, 1, 3) and att.views[0] is not None
+    names = [n.name for n in graph.nodes]
+    if style != 'gqa':
+        assert all(view is not None for view in att.views)
+        assert len(graph.nodes) == 3, names  # QKV matmul, attention, output projection (its reshape a prologue)
+    ref_qkv = x @ w
+    rq, rk, rv = ref_qkv.split([h * 16, kvh * 16, kvh * 16], dim=2)
+    rq, rk, rv = (t.reshape(b, s, -1, 16).transpose(1, 2) for t in (rq, rk, rv))
+    rk, rv = (t.repeat_interleave(h // kvh, dim=1) for t in (rk, rv))
+    ref = F.scaled_dot_product_attention(rq, rk, rv, is_causal=True, scale=0.25).transpose(1, 2).reshape(b, s, -1) @ wo
+    torch.testing.assert_close(graph(H(x)).torch(), ref, rtol=1e-4, atol=1e-4)
+    # a view that would break the 16-byte rows the tensor had stops the walk there
+    odd = ops.permute(ops.reshape(ops.strided_slice(hidet.symbol([2, 5, 40]), [4], [36], axes=[2]), [2, 5, 2, 16]),
+                      [0, 2, 1, 3])
+    base, view = view_of(odd)
+    assert view is None or view.offset % 8 == 0
+
+
+def test_views_follow_no_computation_and_no_carry():
+    from hidet.graph.ops.attention import View
+    from hidet.graph.transforms.attention_views import _digits, view_of
+
+    x = hidet.symbol([2, 6, 64])
+    e = ops.exp(ops.reshape(x, [2, 6, 4, 16]))
+    assert view_of(ops.permute(e, [0, 2, 1, 3]))[0] is e  # the walk stops at exp, which computes
+    base, view = view_of(ops.permute(ops.reshape(x, [2, 6, 4, 16]), [0, 2, 1, 3]))
+    assert base is x and view == View((2, 4, 6, 16), 0, (384, 16, 64, 1))
+    assert _digits(View((3,), 2, (2,)), [2, 4]) is None  # 2, 4, 6: a carry from the last digit into the first
+    assert _digits(View((2, 2), 1, (4, 2)), [2, 4]) == ([0, 1], [[1, 0], [0, 2]])  # 1, 3, 5, 7

@@ -13,6 +13,7 @@ from typing import List
 from hidet.graph.flow_graph import FlowGraph
 from hidet.graph.transforms import pass_context
 from hidet.graph.transforms.annotate_kernel_options import AnnotateKernelOptions
+from hidet.graph.transforms.attention_views import AttentionViews
 from hidet.graph.transforms.base import GraphPass, rewrite_graph
 from hidet.graph.transforms.channels_last import ChannelsLast
 from hidet.graph.transforms.convert_precision import ConvertPrecision
@@ -35,7 +36,8 @@ def default_passes() -> List[GraphPass]:
     # again after the precision conversion has cast them, and once more for the weights channels_last permutes
     return [FoldConstants(), FoldConvBatchNorm(), ConvertPrecision(), ConvertReducePrecision(), FoldConstants(),
             SimplifyTransforms(), ChannelsLast(), FoldConstants(), SimplifyTransforms(), MergeSiblingMatmuls(),
-            EliminateCommonSubexpressions(), FuseAttention(), FuseOperators(), AnnotateKernelOptions()]
+            EliminateCommonSubexpressions(), FuseAttention(), AttentionViews(), FuseOperators(),
+            AnnotateKernelOptions()]
 
 
 def optimize(graph: FlowGraph) -> FlowGraph:

@@ -182,9 +182,11 @@ def _causal(node: Operator, inputs: List[Tensor]) -> Optional[List[Tensor]]:
     if not isinstance(node, AttentionOp) or len(inputs) != 4:
         return None
     q, k, v, mask = inputs
-    if not is_causal_mask(mask, q.shape[-2], k.shape[-2]):
+    (vq, vk, _) = node.views
+    sq, sk = (vq.shape if vq else q.shape)[-2], (vk.shape if vk else k.shape)[-2]
+    if not is_causal_mask(mask, sq, sk):
         return None
-    return [attention(q, k, v, None, node.attrs['scale'], causal=True)]
+    return [attention(q, k, v, None, node.attrs['scale'], True, node.views, node.out_dims)]
 
 
 class FuseAttention(GraphPass):

@@ -44,6 +44,8 @@ def unsupported(shape) -> str:
     for what, n in (('head size', shape.d), ('value head size', shape.dv)):
         if n % 16 or n > MAX_HEAD:
             return f'{what} {n} is not a multiple of 16 up to {MAX_HEAD}'
+    if not shape.aligned(8):
+        return 'a row of q, k, v or the output does not start at a multiple of 8 elements (16-byte copies)'
     return ''
 
 
@@ -76,6 +78,7 @@ def build_module(shape, cfg, name: str):
     PK = KEYS // 16  # k16 steps of p v
     ON = DV // 8  # n8 tiles of the output
     Q_CH, K_CH, V_CH = D // 8, D // 8, DV // 8  # 16-byte chunks per row
+    Q_RS, K_RS, V_RS, O_RS = (shape.row_stride(w) for w in range(4))  # elements between rows
     CAUSAL = shape.causal
     MASKED = shape.mask_kind != 'none'
     SCALE2 = float(shape.scale) * LOG2E
@@ -108,9 +111,9 @@ def build_module(shape, cfg, name: str):
             t4 = lane % 4
             b = blockIdx.y
             q0 = blockIdx.x * ROWS
-            q_base = i64(b) * SQ * D
-            k_base = i64(b) * SK * D
-            v_base = i64(b) * SK * DV
+            q_base = i64(shape.base(0, b))
+            k_base = i64(shape.base(1, b))
+            v_base = i64(shape.base(2, b))
             kv_end = SK
             if CAUSAL:
                 kv_end = min(SK, q0 + ROWS)
@@ -119,18 +122,18 @@ def build_module(shape, cfg, name: str):
             for x in range(tid, ROWS * Q_CH, THREADS):
                 r = x / Q_CH
                 ok = q0 + r < SQ
-                cp_async(~qs[r, x % Q_CH * 8], q + (q_base + i64(q0 + r if ok else 0) * D + x % Q_CH * 8), 16,
+                cp_async(~qs[r, x % Q_CH * 8], q + (q_base + i64(q0 + r if ok else 0) * Q_RS + x % Q_CH * 8), 16,
                          16 if ok else 0)
             cp_async_commit_group()
             for x in range(tid, KEYS * K_CH, THREADS):
                 r = x / K_CH
                 ok = r < SK
-                cp_async(~ks[0, r, x % K_CH * 8], k + (k_base + i64(r if ok else 0) * D + x % K_CH * 8), 16,
+                cp_async(~ks[0, r, x % K_CH * 8], k + (k_base + i64(r if ok else 0) * K_RS + x % K_CH * 8), 16,
                          16 if ok else 0)
             for x in range(tid, KEYS * V_CH, THREADS):
                 r = x / V_CH
                 ok = r < SK
-                cp_async(~vs[0, r, x % V_CH * 8], v + (v_base + i64(r if ok else 0) * DV + x % V_CH * 8), 16,
+                cp_async(~vs[0, r, x % V_CH * 8], v + (v_base + i64(r if ok else 0) * V_RS + x % V_CH * 8), 16,
                          16 if ok else 0)
             cp_async_commit_group()
 
@@ -158,13 +161,13 @@ def build_module(shape, cfg, name: str):
                         r = x / K_CH
                         ok = j0 + KEYS + r < SK
                         cp_async(~ks[1 - buf, r, x % K_CH * 8],
-                                 k + (k_base + i64(j0 + KEYS + r if ok else 0) * D + x % K_CH * 8), 16,
+                                 k + (k_base + i64(j0 + KEYS + r if ok else 0) * K_RS + x % K_CH * 8), 16,
                                  16 if ok else 0)
                     for x in range(tid, KEYS * V_CH, THREADS):
                         r = x / V_CH
                         ok = j0 + KEYS + r < SK
                         cp_async(~vs[1 - buf, r, x % V_CH * 8],
-                                 v + (v_base + i64(j0 + KEYS + r if ok else 0) * DV + x % V_CH * 8), 16,
+                                 v + (v_base + i64(j0 + KEYS + r if ok else 0) * V_RS + x % V_CH * 8), 16,
                                  16 if ok else 0)
                 cp_async_commit_group()
                 cp_async_wait_group(1)  # everything but the copies just issued has landed
@@ -231,6 +234,7 @@ def build_module(shape, cfg, name: str):
                         mma_sync(~pf[kk, 0], ~vf[4], ~oacc[2 * nj + 1, 0])
                 syncthreads()  # every warp is done with this buffer before the next tile's copies overwrite it
 
+            o_base = i64(shape.base(3, b))
             for h in HALVES:
                 s = total[h]
                 s += shfl_xor_sync(FULL, s, 1)
@@ -239,7 +243,7 @@ def build_module(shape, cfg, name: str):
                 if row < SQ:
                     for n in ONS:
                         for c in PAIR:
-                            out[(i64(b) * SQ + row) * DV + n * 8 + t4 * 2 + c] = \
+                            out[o_base + i64(row) * O_RS + n * 8 + t4 * 2 + c] = \
                                 cast(oacc[n, h * 2 + c] / s, shape.out_dtype)
 
     kernel = module.functions[-1]

@@ -48,24 +48,65 @@ class AttentionConfig:
 
 
 class AttentionShape:
-    """The task's sizes, its flat parameters and the mask's value at (batch, i, j) lowered onto them."""
+    """The task's sizes, its flat parameters, where each (batch, row) of q, k, v and the output starts in
+    them (the task's ``views`` and ``out_dims``: see hidet/graph/ops/attention.py), and the mask's value at
+    (batch, i, j) lowered onto them."""
 
     def __init__(self, task: Task):
         q, k, v = task.inputs[:3]
         self.task = task
-        self.batch_shape = tuple(q.shape[:-2])
+        # per q, k, v: (logical shape, element offset, strides) in its input's flat elements
+        views = task.attrs.get('views') or (None, None, None)
+        self.layouts = [tuple(view) if view is not None else (tuple(t.shape), 0, _row_major(t.shape))
+                        for t, view in zip((q, k, v), views)]
+        (qs, _, _), (ks, _, _), (vs, _, _) = self.layouts
+        self.batch_shape = tuple(qs[:-2])
         self.batch = _prod(self.batch_shape)
-        self.sq, self.d = q.shape[-2:]
-        self.sk, self.dv = k.shape[-2], v.shape[-1]
+        self.sq, self.d = qs[-2:]
+        self.sk, self.dv = ks[-2], vs[-1]
         self.scale = task.attrs['scale']
         self.causal = task.attrs['causal']
         self.mask_kind = task.attrs['mask']
         self.in_dtype = q.dtype
         self.out_dtype = task.outputs[0].dtype
+        logical = self.batch_shape + (self.sq, self.dv)
+        self.out_dims = tuple(task.attrs.get('out_dims') or range(len(logical)))
+        stored = _row_major([logical[d] for d in self.out_dims])
+        out_strides = [0] * len(logical)
+        for pos, d in enumerate(self.out_dims):
+            out_strides[d] = stored[pos]
+        self.out_layout = (logical, 0, tuple(out_strides))
         self.ins = [Var(f'in{i}', t.dtype, type=TensorType(t.dtype, [_prod(t.shape)], 'pointer'))
                     for i, t in enumerate(task.inputs)]
         self.out = Var('out', self.out_dtype, type=TensorType(self.out_dtype, [self.batch * self.sq * self.dv],
                                                               'pointer'))
+
+    def base(self, which: int, b):
+        """The flat element where row 0 of flat batch entry ``b`` starts: in q, k, v (which = 0, 1, 2) or the
+        output (which = 3)."""
+        from hidet.ir.schedulers.lowering import unflatten
+
+        _, offset, strides = self.layouts[which] if which < 3 else self.out_layout
+        total = convert(offset)
+        for idx, stride in zip(unflatten(b, self.batch_shape), strides[:-2]):
+            if stride:
+                total = total + idx * stride
+        return total
+
+    def row_stride(self, which: int):
+        """Elements between consecutive rows (query or key positions) of q, k, v (0, 1, 2) or the output (3)."""
+        return (self.layouts[which] if which < 3 else self.out_layout)[2][-2]
+
+    def aligned(self, elements: int) -> bool:
+        """Whether every row of q, k, v and the output starts at a multiple of ``elements`` (for vector copies;
+        a row-major layout's strides are multiples of its last extent, symbolic or not)."""
+        for shape, offset, strides in self.layouts + [self.out_layout]:
+            if all(isinstance(x, int) for x in (offset,) + tuple(strides)):
+                if any(x % elements for x in (offset,) + tuple(strides[:-1])):
+                    return False
+            elif not (offset == 0 and isinstance(shape[-1], int) and shape[-1] % elements == 0):
+                return False
+        return True
 
     def text(self) -> str:
         mask = '' if self.mask_kind == 'none' else f', {self.mask_kind} mask'
@@ -93,6 +134,14 @@ class AttentionShape:
         return score
 
 
+def _row_major(shape):
+    strides, n = [], 1
+    for extent in reversed(list(shape)):
+        strides.append(n)
+        n = n * extent
+    return tuple(reversed(strides))
+
+
 def _kernel_name(shape: AttentionShape, cfg: AttentionConfig, target: str) -> str:
     return f'attention_{target}_{shape.task.key()[:12]}_{cfg.name()}'
 
@@ -106,6 +155,7 @@ def _cpu_module(shape: AttentionShape, cfg: AttentionConfig):
     NB, SQ, SK, D, DV = shape.batch, shape.sq, shape.sk, shape.d, shape.dv
     scale = shape.scale
     name = _kernel_name(shape, cfg, 'cpu')
+    Q_RS, K_RS, V_RS, O_RS = (shape.row_stride(w) for w in range(4))
 
     with hidet.script_module() as module:
         @hidet.script
@@ -115,13 +165,17 @@ def _cpu_module(shape: AttentionShape, cfg: AttentionConfig):
             for t in grid(NB * SQ, attrs='p'):
                 b = t / SQ
                 i = t % SQ
+                q_row = shape.base(0, b) + i * Q_RS
+                k_base = shape.base(1, b)
+                v_base = shape.base(2, b)
+                o_row = shape.base(3, b) + i * O_RS
                 row = register_tensor(f32, [SK])
                 acc = register_tensor(f32, [DV])
                 top: f32 = LOWEST
                 for j in range(SK):
                     s: f32 = 0.0
                     for e in range(D):
-                        s += f32(q[t * D + e]) * f32(k[(b * SK + j) * D + e])
+                        s += f32(q[q_row + e]) * f32(k[k_base + j * K_RS + e])
                     s = shape.masked(s * scale, b, i, j)
                     row[j] = s
                     top = math.max(top, s)
@@ -135,9 +189,9 @@ def _cpu_module(shape: AttentionShape, cfg: AttentionConfig):
                 for j in range(SK):
                     p = row[j]
                     for c in range(DV):
-                        acc[c] += p * f32(v[(b * SK + j) * DV + c])
+                        acc[c] += p * f32(v[v_base + j * V_RS + c])
                 for c in range(DV):
-                    out[t * DV + c] = cast(acc[c] / total, shape.out_dtype)
+                    out[o_row + c] = cast(acc[c] / total, shape.out_dtype)
 
     kernel = module.functions[-1]
     kernel.params[:0] = shape.ins + [out]
@@ -159,6 +213,7 @@ def _cuda_module(shape: AttentionShape, cfg: AttentionConfig):
     name = _kernel_name(shape, cfg, 'cuda')
     FULL = 0xFFFFFFFF
     OFFSETS = [16, 8, 4, 2, 1]
+    Q_RS, K_RS, V_RS, O_RS = (shape.row_stride(w) for w in range(4))
 
     with hidet.script_module() as module:
         @hidet.script
@@ -173,10 +228,12 @@ def _cuda_module(shape: AttentionShape, cfg: AttentionConfig):
             lane = tid % 32
             w = tid / 32
             b = blockIdx.y
+            k_base = shape.base(1, b)
+            v_base = shape.base(2, b)
             i = blockIdx.x * ROWS + w
             ic = i if i < SQ else SQ - 1  # rows past the end compute row SQ - 1 and store nothing
             for e in range(lane, D, 32):
-                qs[w, e] = f32(q[(b * SQ + ic) * D + e])
+                qs[w, e] = f32(q[shape.base(0, b) + ic * Q_RS + e])
             acc = register_tensor(f32, [COLS])
             for c in range(COLS):
                 acc[c] = 0.0
@@ -186,10 +243,10 @@ def _cuda_module(shape: AttentionShape, cfg: AttentionConfig):
                 syncthreads()  # every warp is done with the previous tile
                 for x in range(tid, KT * D, THREADS):
                     r = x / D
-                    ks[r, x % D] = f32(k[(b * SK + j0 + r) * D + x % D]) if j0 + r < SK else 0.0
+                    ks[r, x % D] = f32(k[k_base + (j0 + r) * K_RS + x % D]) if j0 + r < SK else 0.0
                 for x in range(tid, KT * DV, THREADS):
                     r = x / DV
-                    vs[r, x % DV] = f32(v[(b * SK + j0 + r) * DV + x % DV]) if j0 + r < SK else 0.0
+                    vs[r, x % DV] = f32(v[v_base + (j0 + r) * V_RS + x % DV]) if j0 + r < SK else 0.0
                 syncthreads()
                 j = j0 + lane
                 valid = j < SK
@@ -221,7 +278,7 @@ def _cuda_module(shape: AttentionShape, cfg: AttentionConfig):
             if i < SQ:
                 for c in range(COLS):
                     if lane + c * 32 < DV:
-                        out[(b * SQ + i) * DV + lane + c * 32] = cast(acc[c] / total, shape.out_dtype)
+                        out[shape.base(3, b) + i * O_RS + lane + c * 32] = cast(acc[c] / total, shape.out_dtype)
 
     kernel = module.functions[-1]
     kernel.params[:0] = shape.ins + [out]
@@ -281,13 +338,13 @@ class AttentionTemplate(Template):
 def find_attention_template(task: Task, target: str) -> Optional[AttentionTemplate]:
     if task.name != 'attention' or 'causal' not in task.attrs:
         return None
-    q, k, v = task.inputs[:3]
-    if not (isinstance(q.shape[-1], int) and isinstance(v.shape[-1], int)):
+    shape = AttentionShape(task)
+    if not (isinstance(shape.d, int) and isinstance(shape.dv, int)):
         return None
     if task.symbols() and target != 'cuda':  # the CPU kernel keeps a row of scores on the stack: static lengths
         return None
-    if target == 'cpu' and k.shape[-2] <= CPU_MAX_KEYS:
+    if target == 'cpu' and shape.sk <= CPU_MAX_KEYS:
         return AttentionTemplate(task, target)
-    if target == 'cuda' and q.shape[-1] <= CUDA_MAX_HEAD and v.shape[-1] <= CUDA_MAX_HEAD:
+    if target == 'cuda' and shape.d <= CUDA_MAX_HEAD and shape.dv <= CUDA_MAX_HEAD:
         return AttentionTemplate(task, target)
     return None
