@@ -112,10 +112,10 @@ def cast_values(a: np.ndarray, src: DataType, dst: DataType) -> np.ndarray:
         return a
     if dst.is_boolean():
         return a != 0
-    if dst.name == 'float16':
-        return a.astype(np.float32).astype(np.float16).astype(np.float32)
+    if dst.name == 'float16':  # (through float32 first, as C's float(x): a float64 value is rounded twice)
+        return a.astype(np.float32, copy=False).astype(np.float16).astype(np.float32)
     if dst.name == 'bfloat16':
-        return _bf16_bits_to_f32(round_bf16_bits(a.astype(np.float32)))
+        return _bf16_bits_to_f32(round_bf16_bits(a.astype(np.float32, copy=False)))
     return a.astype(dst.np_dtype)
 
 
@@ -231,11 +231,35 @@ def _limit(dtype: np.dtype, lowest: bool) -> np.ndarray:
 
 class _Scope:
     """The values of index variables (by id) over ``extents`` (one per array position), and the values of the
-    expressions evaluated so far under them."""
+    expressions evaluated so far under them. ``ranges``: the arrays that are a whole axis's aranges (by id) →
+    (position, start, stop), so reads at them are slices."""
 
-    def __init__(self, env: Dict[int, np.ndarray], extents: Sequence[int]):
-        self.env, self.extents = env, list(extents)
+    def __init__(self, env: Dict[int, np.ndarray], extents: Sequence[int], ranges: Dict[int, tuple]):
+        self.env, self.extents, self.ranges = env, list(extents), ranges
         self.memo: Dict[object, np.ndarray] = {}
+
+
+def _axis_range(position: int, start: int, stop: int, ranges: Dict[int, tuple]) -> np.ndarray:
+    """``arange(start, stop)`` at array ``position``, recorded in ``ranges``."""
+    values = np.arange(start, stop, dtype=np.int64).reshape((1,) * position + (stop - start,))
+    ranges[id(values)] = (position, start, stop)
+    return values
+
+
+def _sliced_read(data: np.ndarray, indices: Sequence[np.ndarray], ranges: Dict[int, tuple]) -> Optional[np.ndarray]:
+    """``data`` read at axis aranges (each at its own position, inside the tensor) as a view of a slice, its
+    dimensions moved to their positions; None for other reads (a gather)."""
+    found = [ranges.get(id(i)) for i in indices]
+    if any(f is None for f in found) or len({f[0] for f in found}) < len(found):
+        return None
+    if any(lo < 0 or hi > n for (_, lo, hi), n in zip(found, data.shape)):
+        return None
+    block = data[tuple(slice(lo, hi) for _, lo, hi in found)]
+    order = sorted(range(len(found)), key=lambda k: found[k][0])
+    shape = [1] * (found[order[-1]][0] + 1)
+    for k in order:
+        shape[found[k][0]] = found[k][2] - found[k][1]
+    return block.transpose(order).reshape(shape)
 
 
 class _Evaluator:
@@ -313,12 +337,15 @@ class _Evaluator:
             key = (id(tensor),) + tuple(id(i) for i in indices)
             if key not in scope.memo:
                 d = tensor.definition
-                inner = _Scope(dict(zip(map(id, d.axes), indices)), scope.extents)
+                inner = _Scope(dict(zip(map(id, d.axes), indices)), scope.extents, scope.ranges)
                 scope.memo[key] = self.value(d.value, inner)  # (the index arrays stay alive: env or memo)
             return scope.memo[key]
         data = self.inputs[id(tensor)]
         if not indices:
             return to_compute(data[()], tensor.dtype)
+        sliced = _sliced_read(data, indices, scope.ranges)
+        if sliced is not None:  # (copies, casts, transposes, elementwise operands: no gather)
+            return to_compute(sliced, tensor.dtype)
         indices = _align(*indices)
         if data.size == 0:  # nothing to read: every read is in a discarded branch
             shape = np.broadcast_shapes(*(i.shape for i in indices))
@@ -333,10 +360,10 @@ class _Evaluator:
     def reduce(self, r: ReduceCompute, scope: _Scope) -> np.ndarray:
         depth = len(scope.extents)
         shape = [_extent(s, self.values) for s in r.shape]
-        env = dict(scope.env)
+        env, ranges = dict(scope.env), dict(scope.ranges)
         for j, (axis, n) in enumerate(zip(r.axes, shape)):
-            env[id(axis)] = np.arange(n, dtype=np.int64).reshape((1,) * (depth + j) + (n,))
-        inner = _Scope(env, scope.extents + shape)
+            env[id(axis)] = _axis_range(depth + j, 0, n, ranges)
+        inner = _Scope(env, scope.extents + shape, ranges)
         value = cast_values(self.value(r.value, inner), r.value.dtype, r.acc_dtype)
         value = _align(value, np.empty((1,) * (depth + len(shape))))[0]
         value = np.broadcast_to(value, value.shape[:depth] + tuple(shape))
@@ -368,9 +395,10 @@ class _Evaluator:
             return result
         d = out.definition
         for ranges in _chunks(shape, max(1, MAX_ELEMENTS // _reduced_elements(d.value, self.values))):
-            env = {id(axis): np.arange(lo, hi, dtype=np.int64).reshape((1,) * p + (hi - lo,))
+            axis_ranges: Dict[int, tuple] = {}
+            env = {id(axis): _axis_range(p, lo, hi, axis_ranges)
                    for p, (axis, (lo, hi)) in enumerate(zip(d.axes, ranges))}
-            value = self.value(d.value, _Scope(env, [hi - lo for lo, hi in ranges]))
+            value = self.value(d.value, _Scope(env, [hi - lo for lo, hi in ranges], axis_ranges))
             block = tuple(slice(lo, hi) for lo, hi in ranges)
             value = _align(value, np.empty((1,) * len(shape)))[0] if shape else value
             result[block] = to_storage(np.broadcast_to(value, result[block].shape), out.dtype)
