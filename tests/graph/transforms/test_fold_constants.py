@@ -17,7 +17,7 @@ from hidet.graph.transforms import FoldConstants, PassContext, optimize
 from hidet.utils import logs
 
 
-def _conv_bn_relu(channels_in=3, channels=8, seed=0):
+def _conv_bn_relu(device, channels_in=3, channels=8, seed=0):
     """x → conv → batch norm (non-default statistics and affine) → relu, the graph and its numpy parameters."""
     rng = np.random.default_rng(seed)
     p = {'w': rng.standard_normal([channels, channels_in, 3, 3]).astype(np.float32) * 0.3,
@@ -25,8 +25,8 @@ def _conv_bn_relu(channels_in=3, channels=8, seed=0):
          'var': rng.uniform(0.5, 2.0, channels).astype(np.float32),
          'gamma': rng.uniform(0.5, 1.5, channels).astype(np.float32),
          'beta': rng.uniform(-0.5, 0.5, channels).astype(np.float32)}
-    x = hidet.symbol([2, channels_in, 10, 10])
-    t = {k: hidet.asarray(v) for k, v in p.items()}
+    x = hidet.symbol([2, channels_in, 10, 10], device=device)
+    t = {k: hidet.asarray(v).to(device=device) for k, v in p.items()}
     with deferred_constants():  # (as the torch frontend: the statistics' operators traced, not run at once)
         y = ops.batch_norm(ops.conv2d(x, t['w'], padding=1), t['mean'], t['var'], t['gamma'], t['beta'], 1e-5)
     y = ops.relu(y)
@@ -57,8 +57,8 @@ def graph_log(caplog):
 
 
 @pytest.mark.parametrize('precision', [None, 'float16'])
-def test_conv_batch_norm_graph_folds_without_building_kernels(build_calls, graph_log, precision):
-    graph, p = _conv_bn_relu()
+def test_conv_batch_norm_graph_folds_without_building_kernels(build_calls, graph_log, precision, device):
+    graph, p = _conv_bn_relu(device)
     with PassContext() as ctx:
         ctx.set_precision(precision)
         optimized = optimize(graph)
@@ -68,7 +68,7 @@ def test_conv_batch_norm_graph_folds_without_building_kernels(build_calls, graph
     assert host_lines and all(line.endswith(', 0 by 0 kernels') for line in host_lines), host_lines
     x = np.random.default_rng(1).standard_normal([2, 3, 10, 10]).astype(np.float32)
     tol = 2e-2 if precision else 1e-4
-    actual = optimized(hidet.asarray(x)).numpy()  # (the precision conversion keeps the graph's signature)
+    actual = optimized(hidet.asarray(x).to(device=device)).numpy()  # (the precision conversion keeps the graph's signature)
     np.testing.assert_allclose(actual, _reference(x, p), rtol=tol, atol=tol)
 
 
@@ -84,22 +84,25 @@ def _fold_both_ways(outputs):
     return [_host_values(t) for t in folded.outputs], [_host_values(by_kernels[id(t)]) for t in graph.outputs]
 
 
-def test_folded_weights_are_the_kernels_bits():
+def test_folded_weights_are_the_kernels_bits(device):
     """Weight transforms as frontends and passes defer them: a cast to float16 and bfloat16, a transpose, a
     channels-last permute, a float16 scale (one rounding) and a batch-norm-like fold in float32."""
     rng = np.random.default_rng(0)
-    w = hidet.asarray(rng.standard_normal([16, 8, 3, 3]).astype(np.float32))
-    scale = hidet.asarray(rng.uniform(0.5, 2, [16, 1, 1, 1]).astype(np.float32))
-    var = hidet.asarray(rng.uniform(0.5, 2, [16]).astype(np.float32))
+    w = hidet.asarray(rng.standard_normal([16, 8, 3, 3]).astype(np.float32)).to(device=device)
+    scale = hidet.asarray(rng.uniform(0.5, 2, [16, 1, 1, 1]).astype(np.float32)).to(device=device)
+    var = hidet.asarray(rng.uniform(0.5, 2, [16]).astype(np.float32)).to(device=device)
     with deferred_constants():
         outputs = [ops.permute(ops.cast(w, 'float16'), [0, 2, 3, 1]),
                    ops.transpose(ops.reshape(ops.cast(w, 'bfloat16'), [16, 72]), 0, 1),
                    ops.multiply(ops.cast(w, 'float16'), ops.cast(scale, 'float16')),
-                   ops.multiply(w, ops.reshape(ops.rsqrt(ops.add(var, 1e-5)), [16, 1, 1, 1]))]
+                   ops.multiply(w, ops.reshape(ops.divide(1.0, ops.sqrt(ops.add(var, 1e-5))), [16, 1, 1, 1]))]
     folded, by_kernels = _fold_both_ways(outputs)
     for i, (a, b) in enumerate(zip(folded, by_kernels)):
         assert a.dtype == b.dtype and a.shape == b.shape, i
         np.testing.assert_array_equal(a, b, err_msg=f'output {i}')
+    with deferred_constants():  # (CUDA's rsqrt is its own approximation: within an ulp or two of 1 / sqrt)
+        folded, by_kernels = _fold_both_ways([ops.rsqrt(ops.add(var, 1e-5))])
+    np.testing.assert_allclose(folded[0], by_kernels[0], rtol=3e-7, atol=0)
 
 
 def test_refused_tasks_run_their_kernels_and_are_logged(build_calls, graph_log, monkeypatch):
