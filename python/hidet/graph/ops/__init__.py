@@ -22,11 +22,12 @@ from .nn import (
     softmax,
 )
 from .conv import conv1d, conv2d, conv2d_channels_last, conv_transpose2d
-from .pool import adaptive_avg_pool2d, adaptive_max_pool2d, avg_pool2d, max_pool2d
+from .pool import (adaptive_avg_pool2d, adaptive_max_pool2d, adaptive_max_pool_indices, avg_pool2d, max_pool2d,
+                   max_pool_indices)
 from .resize import resize2d
 from .reshape import flatten, reshape, squeeze, unsqueeze
 from .indexing import embedding, gather, gather_nd, index_select, take
-from .assign import index_assign
+from .assign import index_assign, index_put
 from .transform import (
     broadcast, cat, concat, flip, pad, permute, repeat, split, stack, strided_slice, tile, transpose, tril, triu,
 )

@@ -8,6 +8,11 @@ computes, for the torch frontend, which rebinds ``x`` to the result. Keys as tor
   values: not supported);
 - one 1-D integer tensor indexing one dimension (the others full slices): ``index_copy`` / ``index_fill``
   (negative indices wrap).
+
+``index_put(x, indices, values, accumulate)`` is torch's ``index_put``: integer index tensors (broadcast
+together) for some dimensions, ``None`` (a full slice) for others, the values set or, with ``accumulate``,
+added (repeated indices add up) through ``scatter_nd``; or one bool mask with values broadcast to what it
+selects.
 """
 from __future__ import annotations
 
@@ -15,10 +20,11 @@ from typing import List, Optional, Sequence, Union
 
 from hidet.graph.operator import Operator
 from hidet.graph.ops import arithmetic as ew
+from hidet.graph.ops.creation import full
 from hidet.graph.ops.reshape import reshape
-from hidet.graph.ops.scatter import index_copy, index_fill
-from hidet.graph.ops.transform import broadcast
-from hidet.graph.ops.utils import input_node
+from hidet.graph.ops.scatter import index_copy, index_fill, scatter_nd
+from hidet.graph.ops.transform import broadcast, concat, permute
+from hidet.graph.ops.utils import broadcast_shapes, input_node
 from hidet.graph.tensor import Tensor
 from hidet.ir.compute import compute
 from hidet.ir.expr import Expr, binary, cast, convert, logical_and, maximum, minimum, select
@@ -77,13 +83,24 @@ def index_assign(x: Tensor, key, value: Union[Tensor, Scalar]) -> Tensor:
     tensors = [k for k in entries if isinstance(k, Tensor)]
     if any(isinstance(k, (list, tuple)) for k in entries):
         raise NotImplementedError('assigning through a list index: use an integer tensor')
-    if len(tensors) > 1:
-        raise NotImplementedError('assigning through more than one tensor index (advanced indexing) is not supported')
     if sum(k is Ellipsis for k in entries) > 1:
         raise IndexError('an index can only have a single ellipsis (...)')
+    if len(tensors) > 1 or tensors and tensors[0].ndim > 1 and not tensors[0].dtype.is_boolean():
+        return _assign_advanced(x, entries, value)
     if tensors:
         return _assign_by_tensor(x, entries, tensors[0], value)
     return _assign_region(x, entries, value)
+
+
+def _assign_advanced(x: Tensor, entries: list, value) -> Tensor:
+    """Several integer tensor indices (or one of several dimensions), the others full slices: ``index_put``."""
+    entries = _expanded(x, entries, sum(1 for k in entries if k is not Ellipsis))
+    if any(not (isinstance(k, Tensor) and not k.dtype.is_boolean() or isinstance(k, slice) and k == slice(None))
+           for k in entries):
+        raise NotImplementedError('assigning through several tensor indices (advanced indexing): only integer tensors '
+                                  'and full slices (:) are supported in the index')
+    last = max(d for d, k in enumerate(entries) if isinstance(k, Tensor))
+    return index_put(x, [k if isinstance(k, Tensor) else None for k in entries[:last + 1]], value)
 
 
 def _expanded(x: Tensor, entries: list, consumed: int) -> list:
@@ -176,3 +193,66 @@ def _assign_by_tensor(x: Tensor, entries: list, index: Tensor, value) -> Tensor:
     shape = list(x.shape)
     shape[pos] = index.shape[0]
     return index_copy(x, pos, index, broadcast(_fit(value, shape, 'the indexed slices'), shape))
+
+
+def index_put(x: Tensor, indices: Sequence[Optional[Tensor]], values: Union[Tensor, Scalar],
+              accumulate: bool = False) -> Tensor:
+    """``x`` with ``x[indices] = values`` (``+=`` with ``accumulate``, repeated indices adding up), as torch's
+    ``index_put``: ``indices`` gives, for the leading dimensions, an integer tensor or None (all of it)."""
+    indices = list(indices)
+    if len(indices) > x.ndim:
+        raise IndexError(f'index_put: too many indices ({len(indices)}) for a tensor of {x.ndim} dimensions')
+    if not isinstance(values, Tensor):
+        values = full([], values, x.dtype, x.device)
+    values = ew.cast_(values, x.dtype) if values.dtype != x.dtype else values
+    tensors = [(d, k) for d, k in enumerate(indices) if k is not None]
+    if not tensors:
+        return ew.add(x, broadcast(values, list(x.shape))) if accumulate else broadcast(values, list(x.shape))
+    if any(k.dtype.is_boolean() for _, k in tensors):
+        return _index_put_mask(x, indices, values, accumulate)
+    for d, k in tensors:
+        if not k.dtype.is_integer():
+            raise IndexError(f'index_put: tensors used as indices must be integer or bool, got {k.dtype}')
+    dims = [d for d, _ in tensors]
+    lead = list(broadcast_shapes('index_put', *(k.shape for _, k in tensors)))
+    others = [d for d in range(x.ndim) if d not in dims]
+    rest = [x.shape[d] for d in others]
+    adjacent = dims == list(range(dims[0], dims[-1] + 1))
+    if adjacent:  # the values' layout: x's dims before the indexed ones, the index shape, x's dims after them
+        pre = [x.shape[d] for d in others if d < dims[0]]
+        layout = pre + lead + rest[len(pre):]
+    else:  # the index shape first
+        pre, layout = [], lead + rest
+    values = broadcast(_fit(values, layout, 'the indexed elements'), layout)
+    if pre:
+        order = list(range(len(pre), len(pre) + len(lead))) + list(range(len(pre))) + \
+            list(range(len(pre) + len(lead), len(layout)))
+        values = permute(values, order)
+    columns = []
+    for d, k in tensors:
+        k = ew.cast_(k, 'int64') if k.dtype.name != 'int64' else k
+        k = ew.where(ew.less(k, 0), ew.add(k, x.shape[d]), k)  # negative indices wrap, as torch
+        columns.append(reshape(broadcast(k, lead), lead + [1]))
+    index = concat(columns, len(lead)) if len(columns) > 1 else columns[0]
+    perm = dims + others
+    moved = permute(x, perm) if perm != list(range(x.ndim)) else x
+    out = scatter_nd(moved, index, values, 'sum' if accumulate else 'none')
+    if perm == list(range(x.ndim)):
+        return out
+    inverse = [perm.index(d) for d in range(x.ndim)]
+    return permute(out, inverse)
+
+
+def _index_put_mask(x: Tensor, indices: list, values: Tensor, accumulate: bool) -> Tensor:
+    if len(indices) != 1 or values.numel() != 1 and values.ndim > 0 and \
+            any(s != 1 for s in values.shape[:max(values.ndim - (x.ndim - indices[0].ndim), 0)]):
+        raise NotImplementedError('index_put with a bool mask: only one mask, and values broadcast to the elements '
+                                  'it selects (a value per selected element depends on the mask\'s values); use '
+                                  'torch.where')
+    mask = indices[0]
+    rest = list(x.shape[mask.ndim:])
+    if list(mask.shape) != list(x.shape[:mask.ndim]):
+        raise IndexError(f'index_put: the mask of shape {list(mask.shape)} does not match the tensor {list(x.shape)}')
+    value = _fit(values, rest, 'the masked elements')
+    mask = reshape(mask, list(mask.shape) + [1] * len(rest))
+    return ew.where(mask, ew.add(x, value) if accumulate else value, x)

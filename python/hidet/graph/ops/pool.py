@@ -1,5 +1,6 @@
 """2-D pooling: max and average windows (padding, dilation for max, ceil_mode, count_include_pad)
-and adaptive pooling, with torch's window arithmetic."""
+and adaptive pooling, with torch's window arithmetic; the indices of max pooling (1-, 2- and 3-D windows,
+as torch's ``return_indices=True``)."""
 from __future__ import annotations
 
 from typing import Optional, Sequence, Union
@@ -9,8 +10,8 @@ from hidet.graph.ops.conv import IntOrSeq, _in_range, _tuple
 from hidet.graph.ops.utils import input_node
 from hidet.graph.tensor import Tensor
 from hidet.ir.compute import compute, reduce
-from hidet.ir.dtypes import float32
-from hidet.ir.expr import binary, call, cast, convert, logical_and, maximum, minimum, select
+from hidet.ir.dtypes import float32, int64
+from hidet.ir.expr import binary, call, cast, convert, logical_and, logical_or, maximum, minimum, select
 from hidet.ir.task import Task
 
 
@@ -136,3 +137,71 @@ def adaptive_avg_pool2d(x: Tensor, output_size) -> Tensor:
 
 def adaptive_max_pool2d(x: Tensor, output_size) -> Tensor:
     return _adaptive('max', x, output_size)
+
+
+# ---------------------------------------------------------------- indices of max pooling
+class MaxPoolIndicesOp(Operator):
+    """Where each window's maximum lies, as torch's ``return_indices=True``: given the input ``x`` [N, C, *S]
+    (1 to 3 spatial dims) and its max pooling ``y`` [N, C, *O], the flat index into the spatial plane S (int64)
+    of the first element in the window's scan order that holds the maximum (NaN counts as the maximum).
+    ``window(d, o)`` gives the start, the step and the number of positions of dimension d's window at output
+    index o; positions outside [0, S[d]) are padding."""
+
+    def __init__(self, x: Tensor, y: Tensor, name: str, extents: Sequence[int], window, attrs: dict):
+        a, m = input_node('x', x), input_node('y', y)
+        n, c, *spatial = a.shape
+        plane = 1
+        for size in spatial:
+            plane *= size
+
+        def element(nn, cc, *out):
+            steps = [window(d, o) for d, o in enumerate(out)]
+
+            def term(*k):
+                pos = [start + kk * step for (start, step, _), kk in zip(steps, k)]
+                valid = None
+                for d, (p, (_, _, count)) in enumerate(zip(pos, steps)):
+                    inside = _in_range(p, spatial[d]) if count is None else logical_and(_in_range(p, spatial[d]),
+                                                                                        binary('<', k[d], count))
+                    valid = inside if valid is None else logical_and(valid, inside)
+                safe = [select(binary('<', p, 0), 0, select(binary('<', p, spatial[d]), p, spatial[d] - 1))
+                        for d, p in enumerate(pos)]
+                v, mv = a[(nn, cc, *safe)], m[(nn, cc, *out)]
+                hit = binary('==', v, mv)
+                if v.dtype.is_float():
+                    hit = logical_or(hit, logical_and(call('isnan', v, dtype='bool'), call('isnan', mv, dtype='bool')))
+                flat = cast(safe[0], int64)
+                for d in range(1, len(safe)):
+                    flat = flat * spatial[d] + cast(safe[d], int64)
+                return select(logical_and(valid, hit), flat, convert(plane, int64))
+
+            return reduce(list(extents), term, 'min')
+
+        out = compute('indices', [n, c, *m.shape[2:]], element)
+        super().__init__([x, y], attrs, Task(name, [a, m], [out]))
+
+
+def max_pool_indices(x: Tensor, y: Tensor, kernel: Sequence[int], stride: Sequence[int], padding: Sequence[int],
+                     dilation: Sequence[int]) -> Tensor:
+    """The indices of ``y = max_pool{1,2,3}d(x, kernel, stride, padding, dilation)`` (x: [N, C, *S])."""
+    nd = x.ndim - 2
+    if not 1 <= nd <= 3 or y.ndim != x.ndim or not len(kernel) == len(stride) == len(padding) == len(dilation) == nd:
+        raise ValueError(f'max_pool_indices: expected [N, C, *S] with 1 to 3 spatial dims and a window per dim, got '
+                         f'x {list(x.shape)}, y {list(y.shape)}, kernel {list(kernel)}')
+    attrs = {'kernel': list(kernel), 'stride': list(stride), 'padding': list(padding), 'dilation': list(dilation)}
+    return MaxPoolIndicesOp(x, y, f'max_pool{nd}d_indices', kernel,
+                            lambda d, o: (o * stride[d] - padding[d], dilation[d], None), attrs).get_output(0)
+
+
+def adaptive_max_pool_indices(x: Tensor, y: Tensor) -> Tensor:
+    """The indices of ``y = adaptive_max_pool{1,2,3}d(x, y.shape[2:])``."""
+    spatial, out = list(x.shape[2:]), list(y.shape[2:])
+    windows = [-(-s // o) + 1 for s, o in zip(spatial, out)]
+
+    def window(d, o):
+        start = (o * spatial[d]) / out[d]
+        end = ((o + 1) * spatial[d] + out[d] - 1) / out[d]
+        return start, 1, end - start
+
+    return MaxPoolIndicesOp(x, y, f'adaptive_max_pool{len(out)}d_indices', windows, window,
+                            {'output_size': out}).get_output(0)

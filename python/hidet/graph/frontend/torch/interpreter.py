@@ -24,6 +24,7 @@ from hidet.graph.tensor import Tensor
 from hidet.ir.expr import Expr
 from hidet.graph.operator import deferred_constants
 from hidet.graph.frontend.torch.registry import GUIDE, HidetModule, Registry, default_registry, target_name
+from hidet.graph.frontend.torch.utils import to_torch_dtype
 
 try:  # dynamo re-raises these unchanged (instead of wrapping them in BackendCompilerFailed)
     from torch._dynamo.exc import ShortenTraceback as _Passthrough
@@ -222,9 +223,10 @@ class Interpreter:
                     value = self._stand_in(node)
                 except Exception as e:
                     raise _with_context(e, node, self.gm) from e
-                self.mark_dynamic(value)
                 if _is_inplace(node, self.registry) and node.args and isinstance(node.args[0], torch.fx.Node):
+                    value = _keep_dtype(value, env[node.args[0]])
                     env[node.args[0]] = value
+                self.mark_dynamic(value)
             env[node] = value
             if on_node is not None:
                 on_node(node, value)
@@ -395,6 +397,18 @@ def _check_inplace_target(node: torch.fx.Node, order: Dict[torch.fx.Node, int]) 
                 f'in-place update of {target.name!r}, a view of {base.name!r} that {later[0].name!r} reads '
                 'afterwards: not supported (hidet would update only the view); write it out of place (e.g. '
                 'torch.where, or assigning into the base tensor)', views, eager_ok=False)
+
+
+def _keep_dtype(value, target):
+    """An in-place update keeps its target's dtype, as in torch: ``x.eq_(y)`` of a float x holds 0.0 and 1.0;
+    a result that torch may not cast to it (``x.add_(1.5)`` of an integer x) is the error eager raises."""
+    if isinstance(value, Tensor) and isinstance(target, Tensor) and value.dtype != target.dtype:
+        result, wanted = to_torch_dtype(value.dtype), to_torch_dtype(target.dtype)
+        if not torch.can_cast(result, wanted):
+            raise RuntimeError(f"result type {str(result).replace('torch.', '')} can't be cast to the desired output "
+                               f"type {str(wanted).replace('torch.', '')} of an in-place update")
+        return hidet.ops.cast(value, target.dtype)
+    return value
 
 
 def _is_inplace(node: torch.fx.Node, registry: Registry) -> bool:

@@ -18,6 +18,7 @@ import hidet
 from hidet import ops
 from hidet.graph.tensor import Tensor
 from hidet.graph.frontend.torch.registry import register_function
+from hidet.graph.ops.utils import normalize_axis
 from hidet.graph.frontend.torch.utils import (
     as_float, dims_arg, is_tensor, same_dtype, shape_arg, to_hidet_device, torch_size, to_hidet_dtype, to_torch_device,
     to_torch_dtype,
@@ -161,7 +162,16 @@ def mod(input, other):
     return ops.remainder(input, other)
 
 
-@register_function(operator.pow, operator.ipow, torch.pow, torch.float_power)
+@register_function(torch.float_power)
+def float_power(input, exponent):
+    """``pow`` in float64, as torch (the result is float64 whatever the inputs)."""
+    def double(v):
+        return ops.cast(v, 'float64') if is_tensor(v) else float(v)
+
+    return pow_(double(input), double(exponent))
+
+
+@register_function(operator.pow, operator.ipow, torch.pow)
 def pow_(input, exponent):
     if not is_tensor(input) and not is_tensor(exponent):
         return input ** exponent
@@ -383,18 +393,27 @@ def std(input: Tensor, dim=None, unbiased=None, keepdim=False, *, correction=Non
     return ops.std(input, dims_arg(dim), keepdim, _correction(unbiased, correction))
 
 
-@register_function(torch.cumsum)
-def cumsum(input: Tensor, dim, *, dtype=None, out=None):
+def _cumulative(op, input: Tensor, dim, dtype):
+    """cumsum / cumprod as torch: integer and bool inputs accumulate in int64 unless ``dtype`` says otherwise; a
+    0-d input is its own cumulative sum or product (dim 0 or -1)."""
     if dtype is not None:
         input = ops.cast(input, to_hidet_dtype(dtype))
-    return ops.cumsum(input, dim)
+    elif not input.dtype.is_float():
+        input = ops.cast(input, 'int64')
+    if input.ndim == 0:
+        normalize_axis(op.__name__, dim, 0)
+        return ops.reshape(op(ops.reshape(input, [1]), 0), [])
+    return op(input, dim)
+
+
+@register_function(torch.cumsum)
+def cumsum(input: Tensor, dim, *, dtype=None, out=None):
+    return _cumulative(ops.cumsum, input, dim, dtype)
 
 
 @register_function(torch.cumprod)
 def cumprod(input: Tensor, dim, *, dtype=None, out=None):
-    if dtype is not None:
-        input = ops.cast(input, to_hidet_dtype(dtype))
-    return ops.cumprod(input, dim)
+    return _cumulative(ops.cumprod, input, dim, dtype)
 
 
 @register_function(torch.norm, torch.linalg.vector_norm)
@@ -546,6 +565,9 @@ def broadcast_to(input: Tensor, size):
 
 @register_function(torch.narrow)
 def narrow(input: Tensor, dim, start, length):
+    if isinstance(start, Tensor):
+        raise NotImplementedError('narrow with a tensor start: the slice would depend on the tensor\'s value, '
+                                  'which hidet does not know when it compiles; pass an int')
     return ops.strided_slice(input, [start], [start + length], [dim])
 
 

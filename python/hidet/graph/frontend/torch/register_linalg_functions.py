@@ -338,14 +338,24 @@ def scatter_reduce(input: Tensor, dim, index: Tensor, src: Tensor, reduce, *, in
 
 @register_function(torch.index_copy)
 def index_copy(input: Tensor, dim, index: Tensor, source: Tensor):
-    return ops.index_copy(input, dim, index, source)
+    return _of_0d(lambda x, d, src: ops.index_copy(x, d, index, src), input, dim, source)
 
 
 @register_function(torch.index_add)
 def index_add(input: Tensor, dim, index: Tensor, source: Tensor, *, alpha=1, out=None):
-    return ops.index_add(input, dim, index, source, alpha)
+    return _of_0d(lambda x, d, src: ops.index_add(x, d, index, src, alpha), input, dim, source)
 
 
 @register_function(torch.index_fill)
 def index_fill(input: Tensor, dim, index: Tensor, value):
-    return ops.index_fill(input, dim, index, value)
+    return _of_0d(lambda x, d, v: ops.index_fill(x, d, index, v), input, dim, value)
+
+
+def _of_0d(op, input: Tensor, dim, value):
+    """``op(input, dim, value)``; a 0-d input (dim 0 or -1, as torch) as a 1-element one, and back."""
+    if input.ndim != 0:
+        return op(input, dim, value)
+    normalize_axis('index_copy/index_add/index_fill', dim, 0)
+    if isinstance(value, Tensor) and value.ndim == 0:
+        value = ops.reshape(value, [1])
+    return ops.reshape(op(ops.reshape(input, [1]), 0, value), [])

@@ -8,6 +8,7 @@ import operator
 from collections import namedtuple
 
 import torch
+from torch._inductor import inductor_prims
 
 from hidet import ops
 from hidet.graph.frontend.torch.registry import register_function
@@ -27,7 +28,7 @@ UNARY = (
     ((torch.exp,), ops.exp), ((torch.log,), ops.log), ((torch.sqrt,), ops.sqrt), ((torch.rsqrt,), ops.rsqrt),
     ((torch.sin,), ops.sin), ((torch.cos,), ops.cos), ((torch.tanh, torch.nn.functional.tanh), ops.tanh),
     ((torch.erf, torch.special.erf), ops.erf), ((torch.erfc, torch.special.erfc), ops.erfc),
-    ((torch.floor,), ops.floor), ((torch.ceil,), ops.ceil), ((torch.round,), ops.round),
+    ((torch.floor,), ops.floor), ((torch.ceil,), ops.ceil),
     ((torch.trunc, torch.fix), ops.trunc), ((torch.abs, torch.absolute, operator.abs), ops.abs),
     ((torch.sigmoid, torch.nn.functional.sigmoid, torch.special.expit), ops.sigmoid),
     ((torch.relu, torch.relu_), ops.relu), ((torch.tan,), ops.tan), ((torch.asin, torch.arcsin), ops.asin),
@@ -234,3 +235,22 @@ def median(input: Tensor, dim=None, keepdim=False, *, out=None):
     if dim is None:  # the lower median of all elements, without an index
         return ops.median(ops.reshape(input, [-1]), 0)[0]
     return SortResult(*ops.median(input, dim, keepdim))
+
+
+@register_function(inductor_prims.fma)
+def fma(a, b, c):
+    """a * b + c: dynamo decomposes in-place ``addcmul_`` / ``addcdiv_`` with a value, and ``add_`` / ``sub_``
+    with a tensor alpha, into ``prims.fma`` and ``copy_``."""
+    return ops.add(ops.multiply(a, b), c)
+
+
+@register_function(torch.round)
+def round_(input: Tensor, *, decimals: int = 0):
+    """Half to even at ``decimals`` digits, as torch: round(x * 10^d) / 10^d (d < 0: round(x / 10^-d) * 10^-d)."""
+    if decimals == 0:
+        return ops.round(input)
+    if decimals > 0:
+        scale = float(10 ** decimals)
+        return ops.divide(ops.round(ops.multiply(input, scale)), scale)
+    scale = float(10 ** -decimals)
+    return ops.multiply(ops.round(ops.divide(input, scale)), scale)

@@ -60,7 +60,7 @@ def to(self: Tensor, *args, dtype=None, device=None, non_blocking=False, copy=Fa
             dtype, device = a.dtype, a.device
         elif isinstance(a, torch.dtype):
             dtype = a
-        elif isinstance(a, (str, torch.device, int)):
+        elif isinstance(a, (str, torch.device, int)) and not isinstance(a, bool):  # (bools: non_blocking, copy)
             device = a
     if device is not None:
         target = to_hidet_device(device)
@@ -172,6 +172,11 @@ for _method, _conv in (
     register_method(_method)(_conv)
 
 
+@register_method(T.split)
+def split(self: Tensor, split_size, dim=0):
+    return fn.split(self, split_size, dim)
+
+
 @register_method(T.tile)
 def tile(self: Tensor, *dims):
     return ops.tile(self, shape_arg(dims))
@@ -238,9 +243,9 @@ for _names, _hidet in ((('eq', 'eq_', '__eq__'), ops.equal), (('ne', 'ne_', 'not
                        (('gt', 'greater', '__gt__'), ops.greater),
                        (('ge', 'greater_equal', '__ge__'), ops.greater_equal),
                        (('logical_and',), ops.logical_and), (('logical_or',), ops.logical_or),
-                       (('bitwise_and', '__and__', '__iand__'), ops.bitwise_and),
-                       (('bitwise_or', '__or__', '__ior__'), ops.bitwise_or),
-                       (('bitwise_xor', '__xor__', '__ixor__'), ops.bitwise_xor)):
+                       (('bitwise_and', '__and__', '__iand__', '__rand__'), ops.bitwise_and),
+                       (('bitwise_or', '__or__', '__ior__', '__ror__'), ops.bitwise_or),
+                       (('bitwise_xor', '__xor__', '__ixor__', '__rxor__'), ops.bitwise_xor)):
     register_method(*_names)(lambda self, other, _f=_hidet: _f(self, other))
 
 
@@ -269,7 +274,6 @@ for _names, _hidet in ((('exp', 'exp_'), ops.exp), (('log', 'log_'), ops.log), (
                        (('rsqrt', 'rsqrt_'), ops.rsqrt), (('sin', 'sin_'), ops.sin), (('cos', 'cos_'), ops.cos),
                        (('tanh', 'tanh_'), ops.tanh), (('erf', 'erf_'), ops.erf), (('erfc', 'erfc_'), ops.erfc),
                        (('floor', 'floor_'), ops.floor), (('ceil', 'ceil_'), ops.ceil),
-                       (('round', 'round_'), ops.round),
                        (('trunc', 'trunc_', 'fix', 'fix_'), ops.trunc), (('abs', 'abs_', 'absolute'), ops.abs),
                        (('sigmoid', 'sigmoid_'), ops.sigmoid), (('relu', 'relu_'), ops.relu),
                        (('tan', 'tan_'), ops.tan), (('asin', 'asin_', 'arcsin'), ops.asin),
@@ -283,6 +287,12 @@ for _names, _hidet in ((('exp', 'exp_'), ops.exp), (('log', 'log_'), ops.log), (
                        (('isnan',), ops.isnan)):
     register_method(*_names)(lambda self, _f=_hidet: _f(self))
 register_method('__abs__')(lambda self: ops.abs(self))
+
+
+@register_method('round', 'round_')
+def round_(self: Tensor, *, decimals: int = 0):
+    return mf.round_(self, decimals=decimals)
+
 register_method('neg', 'neg_', 'negative', 'negative_', '__neg__')(lambda self: ops.neg(self))
 
 for _names, _conv in ((('reciprocal', 'reciprocal_'), mf.reciprocal), (('sign', 'sign_', 'sgn', 'sgn_'), mf.sign),

@@ -71,6 +71,9 @@ def conv1d(input: Tensor, weight: Tensor, bias: Optional[Tensor] = None, stride=
 @register_function(*_targets('conv_transpose2d'))
 def conv_transpose2d(input: Tensor, weight: Tensor, bias: Optional[Tensor] = None, stride=1, padding=0,
                      output_padding=0, groups=1, dilation=1):
+    if input.ndim == 3:  # unbatched (C, H, W)
+        return ops.squeeze(conv_transpose2d(ops.unsqueeze(input, [0]), weight, bias, stride, padding, output_padding,
+                                            groups, dilation), [0])
     return ops.conv_transpose2d(input, weight, bias, pair(stride), pair(padding), pair(output_padding), groups,
                                 pair(dilation))
 
@@ -306,13 +309,35 @@ def _images(pool2d, input: Tensor, *args):
     return pool2d(input, *args)
 
 
+def _stride(stride, kernel, n: int):
+    return kernel if stride is None or (isinstance(stride, (list, tuple)) and not stride) else pair(stride, n)
+
+
+def _with_indices(values: Tensor, input: Tensor, nd: int, indices_of):
+    """(values, indices) of a max pooling over ``nd`` spatial dims of a batched or unbatched input: the indices,
+    int64, flat over each (spatial) plane of the input, as torch's return_indices=True."""
+    if input.ndim == nd + 1:  # unbatched
+        x, y = ops.unsqueeze(input, [0]), ops.unsqueeze(values, [0])
+        return values, ops.squeeze(indices_of(x, y), [0])
+    return values, indices_of(input, values)
+
+
 @register_function(F.max_pool2d, torch.max_pool2d)
 def max_pool2d(input: Tensor, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
                return_indices=False):
-    if return_indices:
-        raise NotImplementedError('max_pool2d with return_indices=True is not supported')
-    stride = None if stride is None or (isinstance(stride, (list, tuple)) and not stride) else pair(stride)
-    return _images(ops.max_pool2d, input, pair(kernel_size), stride, pair(padding), pair(dilation), ceil_mode)
+    kernel = pair(kernel_size)
+    stride = _stride(stride, kernel, 2)
+    y = _images(ops.max_pool2d, input, kernel, stride, pair(padding), pair(dilation), ceil_mode)
+    if not return_indices:
+        return y
+    return _with_indices(y, input, 2, lambda x4, y4: ops.max_pool_indices(x4, y4, kernel, stride, pair(padding),
+                                                                          pair(dilation)))
+
+
+@register_function(*_targets('max_pool2d_with_indices'))
+def max_pool2d_with_indices(input: Tensor, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
+                            return_indices=True):
+    return max_pool2d(input, kernel_size, stride, padding, dilation, ceil_mode, True)
 
 
 @register_function(*_targets('avg_pool2d'))
@@ -339,14 +364,21 @@ def adaptive_avg_pool2d(input: Tensor, output_size):
 @register_function(F.adaptive_max_pool2d, torch.adaptive_max_pool2d if hasattr(torch, 'adaptive_max_pool2d')
                    else F.adaptive_max_pool2d)
 def adaptive_max_pool2d(input: Tensor, output_size, return_indices=False):
-    if return_indices:
-        raise NotImplementedError('adaptive_max_pool2d with return_indices=True is not supported')
-    return _images(ops.adaptive_max_pool2d, input, output_size)
+    y = _images(ops.adaptive_max_pool2d, input, output_size)
+    return _with_indices(y, input, 2, ops.adaptive_max_pool_indices) if return_indices else y
+
+
+@register_function(*_targets('adaptive_max_pool2d_with_indices'))
+def adaptive_max_pool2d_with_indices(input: Tensor, output_size, return_indices=True):
+    return adaptive_max_pool2d(input, output_size, True)
 
 
 def _as_2d(pool2d, input: Tensor, *args):
-    """A 1-D pooling of [..., L] as the 2-D one of [..., 1, L]."""
-    return ops.squeeze(pool2d(ops.unsqueeze(input, [-2]), *args), [-2])
+    """A 1-D pooling of [..., L] as the 2-D one of [..., 1, L] (and its indices: over (1, L), the same)."""
+    out = pool2d(ops.unsqueeze(input, [-2]), *args)
+    if isinstance(out, tuple):
+        return tuple(ops.squeeze(t, [-2]) for t in out)
+    return ops.squeeze(out, [-2])
 
 
 def _pool3d(pool2d, input: Tensor, kernel, stride, padding, depth_args: tuple, plane_args: tuple):
@@ -370,13 +402,20 @@ def _pool3d(pool2d, input: Tensor, kernel, stride, padding, depth_args: tuple, p
 @register_function(*_targets('max_pool3d'))
 def max_pool3d(input: Tensor, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
                return_indices=False):
-    if return_indices:
-        raise NotImplementedError('max_pool3d with return_indices=True is not supported')
     kernel = pair(kernel_size, 3)
-    stride = kernel if stride is None or (isinstance(stride, (list, tuple)) and not stride) else pair(stride, 3)
+    stride = _stride(stride, kernel, 3)
     dd, dh, dw = pair(dilation, 3)
-    return _pool3d(ops.max_pool2d, input, kernel, stride, pair(padding, 3), ([dd, 1], ceil_mode),
-                   ([dh, dw], ceil_mode))
+    y = _pool3d(ops.max_pool2d, input, kernel, stride, pair(padding, 3), ([dd, 1], ceil_mode), ([dh, dw], ceil_mode))
+    if not return_indices:
+        return y
+    return _with_indices(y, input, 3, lambda x5, y5: ops.max_pool_indices(x5, y5, kernel, stride, pair(padding, 3),
+                                                                          pair(dilation, 3)))
+
+
+@register_function(*_targets('max_pool3d_with_indices'))
+def max_pool3d_with_indices(input: Tensor, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
+                            return_indices=True):
+    return max_pool3d(input, kernel_size, stride, padding, dilation, ceil_mode, True)
 
 
 @register_function(*_targets('avg_pool3d'))
@@ -405,9 +444,20 @@ def avg_pool1d(input: Tensor, kernel_size, stride=None, padding=0, ceil_mode=Fal
                   count_include_pad)
 
 
+@register_function(*_targets('max_pool1d_with_indices'))
+def max_pool1d_with_indices(input: Tensor, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
+                            return_indices=True):
+    return max_pool1d(input, kernel_size, stride, padding, dilation, ceil_mode, True)
+
+
 @register_function(*_targets('adaptive_max_pool1d'))
 def adaptive_max_pool1d(input: Tensor, output_size, return_indices=False):
     return _as_2d(adaptive_max_pool2d, input, [1, pair(output_size, 1)[0]], return_indices)
+
+
+@register_function(*_targets('adaptive_max_pool1d_with_indices'))
+def adaptive_max_pool1d_with_indices(input: Tensor, output_size, return_indices=True):
+    return adaptive_max_pool1d(input, output_size, True)
 
 
 @register_function(*_targets('adaptive_avg_pool1d'))
@@ -433,7 +483,7 @@ def interpolate(input: Tensor, size=None, scale_factor=None, mode='nearest', ali
     return ops.resize2d(input, size, scale_factor, mode, align_corners, recompute_scale_factor)
 
 
-@register_function(F.pad)
+@register_function(*_targets('pad', spaces=(F, torch._C._nn)))
 def pad(input: Tensor, pad, mode='constant', value=None):
     return ops.pad(input, list(pad), mode, 0 if value is None else value)
 
