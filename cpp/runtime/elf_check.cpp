@@ -15,9 +15,11 @@ namespace {
 #if defined(__x86_64__)
 constexpr uint16_t kMachine = EM_X86_64;
 constexpr const char* kMachineName = "x86-64";
+constexpr uint32_t kRelative = R_X86_64_RELATIVE;
 #elif defined(__aarch64__)
 constexpr uint16_t kMachine = EM_AARCH64;
 constexpr const char* kMachineName = "aarch64";
+constexpr uint32_t kRelative = R_AARCH64_RELATIVE;
 #else
 #error "hidet's ELF check knows x86-64 and aarch64 only"
 #endif
@@ -203,6 +205,58 @@ class Checker {
       if (find(tag, &addr) && (!find(size_tag, &nbytes) || !mapped(addr, nbytes, false))) {
         fail("corrupt dynamic section: the ", tag == DT_INIT_ARRAY ? "init" : "fini", " array lies outside the segments");
       }
+      if (find(tag, &addr)) arrays_.push_back({addr, nbytes});
+    }
+    // Code the loader calls (DT_INIT, DT_FINI, the init/fini arrays' targets) and the functions the runtime
+    // calls (defined function symbols) must lie in an executable PT_LOAD segment: a segment whose type was
+    // damaged is not mapped, and a call there is a SIGSEGV inside dlopen.
+    for (int64_t tag : {DT_INIT, DT_FINI}) {
+      if (find(tag, &v) && !executable(v)) {
+        fail("corrupt dynamic section: ", tag == DT_INIT ? "DT_INIT" : "DT_FINI", " (", v,
+             ") is outside the executable segments");
+      }
+    }
+    relative_targets(find, DT_RELA, DT_RELASZ);
+    function_symbols();
+  }
+
+  bool executable(uint64_t vaddr) const {
+    for (const Elf64_Phdr& ph : loads_) {
+      if (vaddr >= ph.p_vaddr && vaddr - ph.p_vaddr < ph.p_filesz) return (ph.p_flags & PF_X) != 0;
+    }
+    return false;
+  }
+
+  // R_*_RELATIVE relocations that fill the init/fini arrays: their addends are the functions called.
+  template <typename Find>
+  void relative_targets(Find& find, int64_t tag, int64_t size_tag) {
+    uint64_t addr = 0, nbytes = 0, off = 0;
+    if (arrays_.empty() || !find(tag, &addr) || !find(size_tag, &nbytes) || !file_offset(addr, nbytes, &off)) return;
+    for (uint64_t i = 0; i < nbytes / sizeof(Elf64_Rela); ++i) {
+      Elf64_Rela r = read_at<Elf64_Rela>(data_, off + i * sizeof(Elf64_Rela));
+      if (ELF64_R_TYPE(r.r_info) != kRelative) continue;
+      for (const auto& a : arrays_) {
+        if (r.r_offset >= a.first && r.r_offset - a.first < a.second && !executable(uint64_t(r.r_addend))) {
+          fail("corrupt relocation ", i, ": an init/fini function (", uint64_t(r.r_addend),
+               ") is outside the executable segments");
+        }
+      }
+    }
+  }
+
+  // Defined function symbols of the dynamic symbol table (found through the section headers, when present).
+  void function_symbols() {
+    if (eh_.e_shoff == 0 || eh_.e_shnum == 0) return;
+    for (uint64_t i = 1; i < eh_.e_shnum; ++i) {
+      Elf64_Shdr sh = read_at<Elf64_Shdr>(data_, eh_.e_shoff + i * sizeof(Elf64_Shdr));
+      if (sh.sh_type != SHT_DYNSYM || sh.sh_entsize != sizeof(Elf64_Sym)) continue;
+      for (uint64_t k = 1; k < sh.sh_size / sizeof(Elf64_Sym); ++k) {
+        Elf64_Sym sym = read_at<Elf64_Sym>(data_, sh.sh_offset + k * sizeof(Elf64_Sym));
+        if (ELF64_ST_TYPE(sym.st_info) != STT_FUNC || sym.st_shndx == SHN_UNDEF) continue;
+        if (!executable(sym.st_value)) {
+          fail("corrupt: function symbol ", k, " (at ", sym.st_value, ") is outside the executable segments");
+        }
+      }
     }
   }
 
@@ -227,6 +281,7 @@ class Checker {
   Elf64_Ehdr eh_{};
   Elf64_Phdr dynamic_{};
   std::vector<Elf64_Phdr> loads_;
+  std::vector<std::pair<uint64_t, uint64_t>> arrays_;  // init/fini arrays: (address, bytes)
 };
 
 }  // namespace

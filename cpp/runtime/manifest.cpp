@@ -326,8 +326,24 @@ Manifest read_manifest(const Container& container) {
   const auto& instructions = r.array(r.field(root, "instructions", ""), "instructions");
   std::set<int32_t> written;
   for (size_t i = 0; i < instructions.size(); ++i) {
-    m.instructions.push_back(read_instruction(r, instructions[i], Reader::index("instructions", i), m));
-    for (int32_t t : m.instructions.back().outputs) written.insert(t);
+    std::string path = Reader::index("instructions", i);
+    m.instructions.push_back(read_instruction(r, instructions[i], path, m));
+    // Written before read: an arena or output tensor an instruction reads must have been written by an
+    // earlier one (else a kernel reads uninitialised memory, or, symbolic, an arena slot never planned).
+    // Static empty tensors are exempt: the builder leaves out the instructions that would write them.
+    const Instruction& inst = m.instructions.back();
+    for (size_t k = 0; k < inst.inputs.size(); ++k) {
+      int32_t t = inst.inputs[k];
+      const TensorSpec& spec = m.tensors[t];
+      bool readable = spec.storage == StorageKind::Input || spec.storage == StorageKind::Weight ||
+                      written.count(t) || (!spec.symbolic && spec.nbytes == 0);
+      if (!readable) {
+        r.fail(inst.kernel < 0 ? Reader::join(path, "copy") : Reader::index(Reader::join(path, "inputs"), k),
+               str_cat("reads tensor ", t, " (storage '", storage_name(spec.storage),
+                       "') before any instruction writes it"));
+      }
+    }
+    for (int32_t t : inst.outputs) written.insert(t);
   }
   for (size_t i = 0; i < m.outputs.size(); ++i) {
     int32_t t = m.outputs[i].tensor;

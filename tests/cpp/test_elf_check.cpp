@@ -147,3 +147,23 @@ TEST(ElfCheck, DynamicEntries) {
   EXPECT_CONTAINS(check(with_dynamic(DT_INIT_ARRAY, [](Elf64_Dyn& d) { d.d_un.d_val = 1ull << 40; })),
                   "init array lies outside");
 }
+
+// The code segment's type damaged (found by tests/runtime/fuzz_artifacts.py): ld.so maps no code, and
+// calling DT_INIT, an init-array function or a kernel there was a SIGSEGV inside dlopen.
+TEST(ElfCheck, CodeOutsideTheExecutableSegments) {
+  std::string bytes = library();
+  Elf64_Ehdr eh = header(bytes);
+  bool found = false;
+  for (int i = 0; i < eh.e_phnum && !found; ++i) {
+    Elf64_Phdr ph;
+    std::memcpy(&ph, bytes.data() + eh.e_phoff + i * sizeof(ph), sizeof(ph));
+    if (ph.p_type != PT_LOAD || !(ph.p_flags & PF_X)) continue;
+    ph.p_type = 0xff000001;  // what the fuzzer wrote: an unknown type, so the segment is not loaded
+    std::memcpy(&bytes[eh.e_phoff + i * sizeof(ph)], &ph, sizeof(ph));
+    found = true;
+  }
+  ASSERT_TRUE(found);
+  EXPECT_CONTAINS(check(bytes), "outside the executable segments");
+  EXPECT_CONTAINS(check(with_dynamic(DT_INIT, [](Elf64_Dyn& d) { d.d_un.d_val = 0; })),
+                  "DT_INIT (0) is outside the executable segments");
+}

@@ -126,3 +126,37 @@ TEST(Describe, TheValidatedManifest) {
   EXPECT_CONTAINS(hidet_get_last_error(), "input index 1 is out of range");
   hidet_graph_free(g);
 }
+
+TEST(Validation, WrittenBeforeRead) {
+  // x -> t (arena) -> y; the instructions in the wrong order read t before it is written.
+  auto manifest = [](const std::string& instructions) {
+    return R"({"format_version": 1, "target": "cpu", "arch": "x86-64",
+      "inputs": [{"name": "x", "tensor": 0}], "outputs": [{"name": "y", "tensor": 2}],
+      "tensors": [{"dtype": "float32", "shape": [8], "storage": "input"},
+                  {"dtype": "float32", "shape": [8], "storage": "arena", "offset": 0},
+                  {"dtype": "float32", "shape": [8], "storage": "output"},
+                  {"dtype": "float32", "shape": [0], "storage": "arena", "offset": 0}],
+      "kernels": [{"library": "kernels/0.so", "function": "scale"}],
+      "instructions": )" + instructions + R"(, "arena_nbytes": 256, "weights_nbytes": 0})";
+  };
+  auto load_error = [](const std::string& m) -> std::string {
+    std::string data = write_container({{"manifest.json", m}, {"kernels/0.so", read_file(HIDET_TEST_GRAPH_KERNELS_PATH)}});
+    HidetGraphHandle g = nullptr;
+    if (hidet_graph_load_from_memory(data.data(), data.size(), "m.hidet", 0, &g) == 0) {
+      hidet_graph_free(g);
+      return "";
+    }
+    return hidet_get_last_error();
+  };
+  EXPECT_EQ(load_error(manifest(R"([{"kernel": 0, "inputs": [0], "outputs": [1]},
+                                     {"kernel": 0, "inputs": [1], "outputs": [2]}])")), "");
+  EXPECT_CONTAINS(load_error(manifest(R"([{"kernel": 0, "inputs": [1], "outputs": [2]},
+                                          {"kernel": 0, "inputs": [0], "outputs": [1]}])")),
+                  "artifact m.hidet: invalid manifest: instructions[0].inputs[0]: reads tensor 1 (storage 'arena') "
+                  "before any instruction writes it");
+  EXPECT_CONTAINS(load_error(manifest(R"([{"copy": 1, "to": 2}])")),
+                  "instructions[0].copy: reads tensor 1 (storage 'arena') before any instruction writes it");
+  // An empty static tensor needs no writer (the builder leaves such instructions out).
+  EXPECT_EQ(load_error(manifest(R"([{"kernel": 0, "inputs": [0], "outputs": [1]},
+                                     {"kernel": 0, "inputs": [1, 3], "outputs": [2]}])")), "");
+}
