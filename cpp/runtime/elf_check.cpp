@@ -93,6 +93,7 @@ class Checker {
         dynamic_ = ph;
         ++dynamic;
       }
+      if (ph.p_type == PT_TLS) tls_.push_back(ph);
       if (ph.p_type != PT_LOAD) continue;
       if (ph.p_align > 1 && ph.p_vaddr % ph.p_align != ph.p_offset % ph.p_align) {
         fail("corrupt PT_LOAD segment ", i, ": address and file offset disagree modulo its alignment");
@@ -104,6 +105,14 @@ class Checker {
     }
     if (loads_.empty()) fail("corrupt: no PT_LOAD segment");
     if (dynamic != 1) fail("corrupt: ", dynamic, " PT_DYNAMIC segments (a shared library has one)");
+    // The loader makes PT_GNU_RELRO read-only after relocating: beyond its writable segment it would take
+    // writes away from .data/.bss (or reads and execution from other segments).
+    for (uint16_t i = 0; i < eh_.e_phnum; ++i) {
+      Elf64_Phdr ph = read_at<Elf64_Phdr>(data_, eh_.e_phoff + uint64_t(i) * sizeof(Elf64_Phdr));
+      if (ph.p_type == PT_GNU_RELRO && !mapped(ph.p_vaddr, ph.p_memsz, true)) {
+        fail("corrupt PT_GNU_RELRO segment ", i, ": not inside a writable PT_LOAD segment");
+      }
+    }
   }
 
   void section_headers() {
@@ -124,6 +133,26 @@ class Checker {
       if (sh.sh_type != SHT_NOBITS && sh.sh_type != SHT_NULL && !inside(sh.sh_offset, sh.sh_size, size_)) {
         fail("truncated: section ", i, " (bytes ", sh.sh_offset, "..+", sh.sh_size, ") ends past the end of the file (",
              size_, " bytes)");
+      }
+      // Every allocated section inside a segment that maps it as it needs: a PT_LOAD whose type was damaged
+      // is not mapped, and code reading its data or calling its code crashed (the program headers are what
+      // the loader uses; the section headers are a second description to check them against).
+      if (!(sh.sh_flags & SHF_ALLOC) || sh.sh_size == 0) continue;
+      if (sh.sh_flags & SHF_TLS) {
+        bool in_tls = false;
+        for (const Elf64_Phdr& t : tls_) {
+          in_tls = in_tls || (sh.sh_addr >= t.p_vaddr && inside(sh.sh_addr - t.p_vaddr, sh.sh_size, t.p_memsz));
+        }
+        if (!in_tls) fail("corrupt: thread-local section ", i, " lies outside the PT_TLS segment");
+        continue;
+      }
+      const Elf64_Phdr* seg = nullptr;
+      for (const Elf64_Phdr& ph : loads_) {
+        if (sh.sh_addr >= ph.p_vaddr && inside(sh.sh_addr - ph.p_vaddr, sh.sh_size, ph.p_memsz)) seg = &ph;
+      }
+      if (seg == nullptr) fail("corrupt: section ", i, " (at ", sh.sh_addr, ") lies outside the PT_LOAD segments");
+      if (((sh.sh_flags & SHF_EXECINSTR) && !(seg->p_flags & PF_X)) || ((sh.sh_flags & SHF_WRITE) && !(seg->p_flags & PF_W))) {
+        fail("corrupt: section ", i, " (at ", sh.sh_addr, ") lies in a segment without the permissions it needs");
       }
     }
   }
@@ -281,6 +310,7 @@ class Checker {
   Elf64_Ehdr eh_{};
   Elf64_Phdr dynamic_{};
   std::vector<Elf64_Phdr> loads_;
+  std::vector<Elf64_Phdr> tls_;
   std::vector<std::pair<uint64_t, uint64_t>> arrays_;  // init/fini arrays: (address, bytes)
 };
 

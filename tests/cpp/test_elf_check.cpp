@@ -163,7 +163,26 @@ TEST(ElfCheck, CodeOutsideTheExecutableSegments) {
     found = true;
   }
   ASSERT_TRUE(found);
-  EXPECT_CONTAINS(check(bytes), "outside the executable segments");
+  EXPECT_CONTAINS(check(bytes), "lies outside the PT_LOAD segments");  // the sections in it (checked first)
   EXPECT_CONTAINS(check(with_dynamic(DT_INIT, [](Elf64_Dyn& d) { d.d_un.d_val = 0; })),
                   "DT_INIT (0) is outside the executable segments");
+}
+
+// Found by the long fuzz run: a PT_GNU_RELRO reaching past its segment (ld.so then made .data/.bss
+// read-only: SIGSEGV on the next write), and a read-only data segment's type damaged (not mapped).
+TEST(ElfCheck, SegmentsTheSectionsNeed) {
+  EXPECT_CONTAINS(check(with_segment(PT_GNU_RELRO, [](Elf64_Phdr& p) { p.p_memsz += 1 << 16; })),
+                  "PT_GNU_RELRO segment");
+  std::string bytes = library();
+  Elf64_Ehdr eh = header(bytes);
+  for (int i = 0; i < eh.e_phnum; ++i) {
+    Elf64_Phdr ph;
+    std::memcpy(&ph, bytes.data() + eh.e_phoff + i * sizeof(ph), sizeof(ph));
+    if (ph.p_type != PT_LOAD || (ph.p_flags & (PF_X | PF_W)) || ph.p_offset == 0) continue;
+    ph.p_type = 0x1000001;  // the rodata segment, no longer loaded
+    std::memcpy(&bytes[eh.e_phoff + i * sizeof(ph)], &ph, sizeof(ph));
+    EXPECT_CONTAINS(check(bytes), "lies outside the PT_LOAD segments");
+    return;
+  }
+  FAIL() << "no read-only data segment";
 }
