@@ -112,6 +112,10 @@ class Checker {
       if (ph.p_type == PT_GNU_RELRO && !mapped(ph.p_vaddr, ph.p_memsz, true)) {
         fail("corrupt PT_GNU_RELRO segment ", i, ": not inside a writable PT_LOAD segment");
       }
+      // The loader reads notes (x86 feature properties) from memory.
+      if ((ph.p_type == PT_NOTE || ph.p_type == PT_GNU_PROPERTY) && !mapped(ph.p_vaddr, ph.p_memsz, false)) {
+        fail("corrupt note segment ", i, ": not inside a PT_LOAD segment");
+      }
     }
   }
 
@@ -151,7 +155,8 @@ class Checker {
         if (sh.sh_addr >= ph.p_vaddr && inside(sh.sh_addr - ph.p_vaddr, sh.sh_size, ph.p_memsz)) seg = &ph;
       }
       if (seg == nullptr) fail("corrupt: section ", i, " (at ", sh.sh_addr, ") lies outside the PT_LOAD segments");
-      if (((sh.sh_flags & SHF_EXECINSTR) && !(seg->p_flags & PF_X)) || ((sh.sh_flags & SHF_WRITE) && !(seg->p_flags & PF_W))) {
+      if (!(seg->p_flags & PF_R) || ((sh.sh_flags & SHF_EXECINSTR) && !(seg->p_flags & PF_X)) ||
+          ((sh.sh_flags & SHF_WRITE) && !(seg->p_flags & PF_W))) {
         fail("corrupt: section ", i, " (at ", sh.sh_addr, ") lies in a segment without the permissions it needs");
       }
     }

@@ -173,6 +173,10 @@ TEST(ElfCheck, CodeOutsideTheExecutableSegments) {
 TEST(ElfCheck, SegmentsTheSectionsNeed) {
   EXPECT_CONTAINS(check(with_segment(PT_GNU_RELRO, [](Elf64_Phdr& p) { p.p_memsz += 1 << 16; })),
                   "PT_GNU_RELRO segment");
+  EXPECT_CONTAINS(check(with_segment(PT_NOTE, [](Elf64_Phdr& p) { p.p_memsz |= 0xff00000000000000ull; })),
+                  "note segment");
+  EXPECT_CONTAINS(check(with_segment(PT_LOAD, [](Elf64_Phdr& p) { p.p_flags = 0; })),
+                  "without the permissions it needs");
   std::string bytes = library();
   Elf64_Ehdr eh = header(bytes);
   for (int i = 0; i < eh.e_phnum; ++i) {
