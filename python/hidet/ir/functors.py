@@ -142,19 +142,33 @@ def narrow_index(expr: Expr) -> Expr:
 
 def merge_divmod(expr: Expr, static_divisors: bool = True) -> Expr:
     """``(x / c) * c + x % c`` → ``x`` (integer division of non-negative indices): a flat index unflattened
-    and flattened back. ``static_divisors=False`` merges only where c is symbolic (the C compiler folds
-    static ones, and static kernels keep their sources)."""
+    and flattened back; also ``(a + x / c) * c + x % c`` → ``a * c + x``, the form a row-major flat index of
+    a reshape's input takes (``((m * 12 + k / 64) * 64 + k % 64``). ``static_divisors=False`` merges only
+    where c is symbolic (the C compiler folds static ones, and static kernels keep their sources)."""
     from hidet.ir.expr import same_dim, simplify_dim
+
+    def terms(x: Expr) -> List[Expr]:
+        return terms(x.a) + terms(x.b) if isinstance(x, Binary) and x.op == '+' else [x]
 
     def fn(x: Expr):
         if not (isinstance(x, Binary) and x.op == '+'):
             return None
         for p, q in ((x.a, x.b), (x.b, x.a)):
-            if (isinstance(p, Binary) and p.op == '*' and isinstance(p.a, Binary) and p.a.op == '/'
-                    and isinstance(q, Binary) and q.op == '%' and p.a.a is q.a
-                    and (static_divisors or not isinstance(simplify_dim(q.b), int))
-                    and same_dim(p.a.b, p.b) and same_dim(p.b, q.b)):
+            if not (isinstance(p, Binary) and p.op == '*' and isinstance(q, Binary) and q.op == '%'
+                    and same_dim(p.b, q.b) and (static_divisors or not isinstance(simplify_dim(q.b), int))):
+                continue
+            parts = terms(p.a)
+            hit = next((i for i, t in enumerate(parts) if isinstance(t, Binary) and t.op == '/' and t.a is q.a
+                        and same_dim(t.b, q.b)), None)
+            if hit is None:
+                continue
+            rest = parts[:hit] + parts[hit + 1:]
+            if not rest:
                 return q.a
+            total = rest[0]
+            for t in rest[1:]:
+                total = total + t
+            return total * p.b + q.a
         return None
 
     return rewrite(expr, fn)

@@ -295,7 +295,8 @@ def test_attention_reads_heads_in_place_and_writes_merged_heads(style):
     if style == 'gqa':  # each key/value head serves two query heads (repeat_kv)
         k, v = (ops.reshape(ops.broadcast(ops.reshape(t, [b, kvh, 1, s, 16]), [b, kvh, 2, s, 16]), [b, h, s, 16])
                 for t in (k, v))
-    y = ops.attention(q, k, v, scale=0.25, causal=True)
+    mask = torch.randn(b, 1, 1, s, generator=g) if style == 'slice' else None  # bert's padding mask: 4-D
+    y = ops.attention(q, k, v, H(mask) if mask is not None else None, scale=0.25, causal=mask is None)
     out = ops.matmul(ops.reshape(ops.permute(y, [0, 2, 1, 3]), [b, s, h * 16]), H(wo))
     graph = hidet.graph.optimize(hidet.trace_from(out, [hx]))
     (att,) = _attention_nodes(graph)
@@ -308,7 +309,8 @@ def test_attention_reads_heads_in_place_and_writes_merged_heads(style):
     rq, rk, rv = ref_qkv.split([h * 16, kvh * 16, kvh * 16], dim=2)
     rq, rk, rv = (t.reshape(b, s, -1, 16).transpose(1, 2) for t in (rq, rk, rv))
     rk, rv = (t.repeat_interleave(h // kvh, dim=1) for t in (rk, rv))
-    ref = F.scaled_dot_product_attention(rq, rk, rv, is_causal=True, scale=0.25).transpose(1, 2).reshape(b, s, -1) @ wo
+    ref = F.scaled_dot_product_attention(rq, rk, rv, attn_mask=mask, is_causal=mask is None, scale=0.25)
+    ref = ref.transpose(1, 2).reshape(b, s, -1) @ wo
     torch.testing.assert_close(graph(H(x)).torch(), ref, rtol=1e-4, atol=1e-4)
     # a view that would break the 16-byte rows the tensor had stops the walk there
     odd = ops.permute(ops.reshape(ops.strided_slice(hidet.symbol([2, 5, 40]), [4], [36], axes=[2]), [2, 5, 2, 16]),

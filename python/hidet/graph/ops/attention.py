@@ -88,7 +88,7 @@ class AttentionOp(Operator):
                              f'{len(out_shape)} dimensions that keeps the last one last')
         if mask is not None:
             scores = tuple(batch) + (sq, sk)
-            if mask.ndim > q.ndim:
+            if mask.ndim > len(scores):
                 raise ValueError(f'attention: mask {mask.shape} has more dimensions than the scores {scores}')
             if broadcast_shapes('attention mask', mask.shape, scores) != scores:
                 raise ValueError(f'attention: mask {mask.shape} does not broadcast to the scores {scores}: a mask '

@@ -13,11 +13,15 @@ starting at multiples of 8 elements that the input had (16-byte vector copies of
 The output: an attention output read only by a permute that keeps the last dimension last (back to merged
 heads, [B, S, H, D]) is written in that order instead (``out_dims``), so the output projection reads it as
 a plain row-major operand.
+
+A split whose pieces attention now reads in place but some other operator still reads (gpt2's returned key
+and value heads) keeps only those pieces, as slices: its kernel would otherwise still write every piece.
 """
 from __future__ import annotations
 
 from typing import Dict, List, Optional, Sequence, Tuple
 
+from hidet.graph import ops
 from hidet.graph.flow_graph import FlowGraph
 from hidet.graph.operator import Operator
 from hidet.graph.ops.attention import AttentionOp, View, attention
@@ -185,4 +189,27 @@ class AttentionViews(GraphPass):
                 return [written[id(node)]]
             return None
 
-        return rewrite_graph(graph, rewrite)
+        return _prune_splits(rewrite_graph(graph, rewrite))
+
+
+def _prune_splits(graph: FlowGraph) -> FlowGraph:
+    """Splits with pieces nothing reads: the read pieces as strided slices."""
+    users = graph.consumers()
+    outputs = {id(t) for t in graph.outputs}
+
+    def read(t: Tensor) -> bool:
+        return id(t) in outputs or bool(users.get(id(t)))
+
+    def rewrite(node, inputs):
+        if not isinstance(node, SplitOp) or all(read(t) for t in node.outputs):
+            return None
+        axis, x = node.attrs['axis'], inputs[0]
+        reshape = x.trace[0] if x.trace is not None and isinstance(x.trace[0], ReshapeOp) else None
+
+        def source() -> Tensor:  # a reshape of its own for each slice, so that each fuses with its slice
+            return ops.reshape(reshape.inputs[0], x.shape) if reshape is not None else x
+
+        return [ops.strided_slice(source(), [offset], [offset + size], axes=[axis]) if read(t) else t
+                for t, offset, size in zip(node.outputs, node.attrs['offsets'], node.attrs['sizes'])]
+
+    return rewrite_graph(graph, rewrite)

@@ -236,7 +236,7 @@ def _operand(name: str, value: Expr, task: Task, batch_vars, axes: Sequence[Tupl
     op = Operand(name, substitute(value, fold) if fold else value)
     inner = _strip_cast(raw)
     if isinstance(inner, TensorElement) and inner.tensor.is_input() and inner.tensor.dtype == mma_dtype:
-        index = affine(flat_index(inner.indices, inner.tensor.shape),
+        index = affine(merge_divmod(flat_index(inner.indices, inner.tensor.shape)),  # (a reshape's k / 64, k % 64)
                        list(batch_vars) + [v for v, _ in axes] + [v for v, _ in k_axes])
         index = _fold_affine(index, axes, mn_var) if index is not None else None
         index = _fold_affine(index, k_axes, k_var) if index is not None else None
