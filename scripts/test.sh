@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite: the C++ runtime's GoogleTests (ctest) and the Python tests (pytest).
 # Run from the repository root after `pip install .`. Installs what it needs where missing:
-# pytest (pip) and GoogleTest (Debian's libgtest-dev).
+# pytest and expecttest (pip) and GoogleTest (Debian's libgtest-dev).
 #   bash scripts/test.sh [--quick] [pytest arguments...]
 # --quick: the C++ tests and the Python tests of the lower layers (IR, schedulers, backend, runtime, graph
 # passes, command line), without Hidet Script, the operator, frontend and model suites: under 4 minutes on 2
@@ -10,6 +10,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 if ! python3 -c 'import pytest' 2>/dev/null; then python3 -m pip install -q pytest; fi
+# (expecttest: torch's OpInfo database, which tests/frontend/torch/test_opinfo.py reads, imports it)
+if ! python3 -c 'import expecttest' 2>/dev/null; then python3 -m pip install -q expecttest; fi
 if [ ! -e /usr/include/gtest/gtest.h ] && [ ! -e /usr/local/include/gtest/gtest.h ]; then
   SUDO=$([ "$(id -u)" = 0 ] && echo "" || echo sudo)
   $SUDO apt-get update -q && $SUDO apt-get install -y -q libgtest-dev

@@ -385,11 +385,15 @@ def _correction(unbiased, correction) -> int:
 
 @register_function(torch.var)
 def var(input: Tensor, dim=None, unbiased=None, keepdim=False, *, correction=None, out=None):
+    if isinstance(dim, bool):  # torch.var(input, unbiased)
+        dim, unbiased = None, dim
     return ops.var(input, dims_arg(dim), keepdim, _correction(unbiased, correction))
 
 
 @register_function(torch.std)
 def std(input: Tensor, dim=None, unbiased=None, keepdim=False, *, correction=None, out=None):
+    if isinstance(dim, bool):  # torch.std(input, unbiased)
+        dim, unbiased = None, dim
     return ops.std(input, dims_arg(dim), keepdim, _correction(unbiased, correction))
 
 
@@ -425,9 +429,21 @@ def norm(input: Tensor, p=2, dim=None, keepdim=False, *, dtype=None, out=None):
         return ops.sum(ops.abs(x), dims_arg(dim), keepdim)
     if p == float('inf'):
         return ops.max(ops.abs(x), dims_arg(dim), keepdim)
+    if p == float('-inf'):
+        return ops.min(ops.abs(x), dims_arg(dim), keepdim)
+    if isinstance(p, str):
+        raise NotImplementedError(f'norm with p={p!r} (a matrix norm: nuclear needs an SVD) is not supported; '
+                                  'p may be a number, \'fro\' or None')
     if p == 0:  # how many elements are not zero
         return ops.sum(ops.cast(ops.not_equal(x, 0), x.dtype), dims_arg(dim), keepdim)
     return ops.pow(ops.sum(ops.pow(ops.abs(x), float(p)), dims_arg(dim), keepdim), 1.0 / p)
+
+
+@register_function(torch.linalg.vector_norm)
+def vector_norm(x: Tensor, ord=2, dim=None, keepdim=False, *, dtype=None, out=None):
+    if dtype is not None:
+        x = ops.cast(x, to_hidet_dtype(dtype))
+    return norm(x, ord, dim, keepdim)
 
 
 # ---------------------------------------------------------------- shape and data movement

@@ -168,7 +168,12 @@ class Registry:
 
     # ------------------------------------------------------------------ looking up
     def functions(self, target) -> List[Callable]:
-        return list(self._functions.get(_key(target), ()))
+        """The conversions of a function; a torch.Tensor method called as a function (``torch.Tensor.split(x, 2)``,
+        which dynamo keeps as such for methods written in Python) converts as the method."""
+        found = self._functions.get(_key(target))
+        if not found and _is_tensor_method(target):
+            found = self._methods.get(_method_name(target))
+        return list(found or ())
 
     def methods(self, name: str) -> List[Callable]:
         return list(self._methods.get(_method_name(name), ()))
@@ -180,7 +185,7 @@ class Registry:
         return None
 
     def has_function(self, target) -> bool:
-        return bool(self._functions.get(_key(target)))
+        return bool(self.functions(target))
 
     def has_method(self, name: str) -> bool:
         return bool(self._methods.get(_method_name(name)))
