@@ -397,6 +397,8 @@ def _python_child(path: str, out_fd: int) -> None:
             where = traceback.extract_tb(e.__traceback__)[-1].filename
             ok = where.endswith(('compiled_graph.py', 'artifact.py', os.path.basename(__file__)))
             status, message = ('rejected' if ok else 'unexpected'), f'{type(e).__name__}: {e} (at {where})'
+    except RuntimeError as e:  # torch refusing to allocate an output of a (mutated) huge shape: an honest error
+        status, message = ('rejected' if "can't allocate memory" in str(e) else 'unexpected'), f'{type(e).__name__}: {e}'
     except BaseException as e:  # noqa: BLE001 (every other exception is a finding)
         status, message = 'unexpected', f'{type(e).__name__}: {e}'
     os.write(out_fd, json.dumps({'status': status, 'message': message[:400]}).encode())
