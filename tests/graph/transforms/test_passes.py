@@ -250,3 +250,24 @@ def test_merge_sibling_matmuls():
     a = hidet.randn([2, 5, 8])
     for u, v in zip(g(a), merged(a)):
         np.testing.assert_allclose(u.numpy(), v.numpy(), rtol=1e-5, atol=1e-5)
+
+
+def test_merge_sibling_matmuls_with_their_biases():
+    """Linears' bias additions merge with their matmuls: one matmul, one addition of the concatenated biases,
+    then the slices; a sibling without a bias keeps the plain merge."""
+    from hidet.graph.transforms import MergeSiblingMatmuls
+
+    x = hidet.symbol([2, 5, 8])
+    ws, bs = [hidet.randn([8, n]) for n in (8, 8, 4)], [hidet.randn([n]) for n in (8, 8, 4)]
+    g = hidet.trace_from([ops.relu(x @ w + b) for w, b in zip(ws, bs)], [x])
+    merged = MergeSiblingMatmuls()(g, PassContext())
+    assert _names(merged).count('Matmul') == 1 and _names(merged).count('Add') == 1
+    add = next(n for n in merged.nodes if n.attrs.get('op') == 'add')
+    assert type(add.inputs[0].trace[0]).__name__ == 'MatmulOp' and add.inputs[1].shape == (20,)
+    mixed = hidet.trace_from([x @ ws[0] + bs[0], x @ ws[1]], [x])
+    plain = MergeSiblingMatmuls()(mixed, PassContext())
+    assert _names(plain).count('Matmul') == 1 and _names(plain).count('Add') == 1  # the bias stays after its slice
+    a = hidet.randn([2, 5, 8])
+    for before, after in ((g, merged), (mixed, plain)):
+        for u, v in zip(before(a), after(a)):
+            np.testing.assert_allclose(u.numpy(), v.numpy(), rtol=1e-5, atol=1e-5)
