@@ -241,7 +241,23 @@ static void bind_kernels(py::module_& m) {
             });
           },
           py::arg("buffers"), py::arg("dims"), py::arg("stream") = 0,
-          "Launch through the uniform kernel ABI: buffer addresses, symbolic-dimension values, a stream.");
+          "Launch through the uniform kernel ABI: buffer addresses, symbolic-dimension values, a stream.")
+      .def(
+          "time",
+          [](const Kernel& k, const std::vector<uintptr_t>& buffers, const std::vector<int64_t>& dims, int device,
+             int calls, int repeat) {
+            std::vector<void*> ptrs;
+            ptrs.reserve(buffers.size());
+            for (uintptr_t b : buffers) ptrs.push_back(as_ptr(b));
+            float ms = 0.0f;
+            call_nogil([&] {
+              return hidet_kernel_time(k.handle, ptrs.data(), static_cast<int32_t>(ptrs.size()), dims.data(),
+                                       static_cast<int32_t>(dims.size()), device, calls, repeat, &ms);
+            });
+            return ms;
+          },
+          py::arg("buffers"), py::arg("dims"), py::arg("device"), py::arg("calls") = 20, py::arg("repeat") = 5,
+          "Median milliseconds per launch from CUDA-graph replays of `calls` launches (hidet_kernel_time).");
 }
 
 }  // namespace python

@@ -1,8 +1,10 @@
 // The C API (runtime.h): thin wrappers over the C++ runtime. Each function catches every
 // exception, keeps its message for hidet_get_last_error() and returns -1 (c_api_common.hpp).
+#include <algorithm>
 #include <cstring>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "hidet/runtime.h"
 #include "hidet/runtime/cuda_driver.hpp"
@@ -254,6 +256,68 @@ int hidet_kernel_launch(HidetKernelHandle kernel, void* const* buffers, int32_t 
               num_buffers);
   HIDET_CHECK(num_dims == 0 || dims != nullptr, __func__, ": argument 'dims' is NULL but num_dims is ", num_dims);
   kernel->kernel.launch(buffers, num_buffers, dims, num_dims, stream);
+  API_END();
+}
+
+int hidet_kernel_time(HidetKernelHandle kernel, void* const* buffers, int32_t num_buffers, const int64_t* dims,
+                      int32_t num_dims, int32_t device, int32_t calls, int32_t repeat, float* out_ms) {
+  API_BEGIN();
+  CHECK_NOT_NULL(kernel);
+  CHECK_NOT_NULL(out_ms);
+  HIDET_CHECK(num_buffers >= 0 && num_dims >= 0, __func__, ": negative num_buffers (", num_buffers,
+              ") or num_dims (", num_dims, ")");
+  HIDET_CHECK(num_buffers == 0 || buffers != nullptr, __func__, ": argument 'buffers' is NULL but num_buffers is ",
+              num_buffers);
+  HIDET_CHECK(num_dims == 0 || dims != nullptr, __func__, ": argument 'dims' is NULL but num_dims is ", num_dims);
+  HIDET_CHECK(calls >= 1 && repeat >= 1, __func__, ": calls (", calls, ") and repeat (", repeat,
+              ") must be at least 1");
+  HIDET_CHECK(hidet::cuda::available(), __func__, ": CUDA is not available: ", hidet::cuda::unavailable_reason());
+  hidet::cuda::set_device(device);
+  // everything created here is released on every path (a failed launch inside the capture included)
+  struct Resources {
+    void* stream = nullptr;
+    void* graph = nullptr;
+    void* exec = nullptr;
+    void* start = nullptr;
+    void* end = nullptr;
+    bool capturing = false;
+    ~Resources() {
+      try {
+        if (capturing) {
+          void* broken = hidet::cuda::stream_end_capture(stream);
+          if (broken) hidet::cuda::graph_destroy(broken);
+        }
+        if (exec) hidet::cuda::graph_exec_destroy(exec);
+        if (graph) hidet::cuda::graph_destroy(graph);
+        if (start) hidet::cuda::event_destroy(start);
+        if (end) hidet::cuda::event_destroy(end);
+        if (stream) hidet::cuda::stream_destroy(stream);
+      } catch (...) {
+      }
+    }
+  } r;
+  r.stream = hidet::cuda::stream_create(device);
+  kernel->kernel.launch(buffers, num_buffers, dims, num_dims, r.stream);  // outside the capture: lazy loading
+  hidet::cuda::stream_synchronize(r.stream);
+  hidet::cuda::stream_begin_capture(r.stream);
+  r.capturing = true;
+  for (int32_t i = 0; i < calls; ++i) kernel->kernel.launch(buffers, num_buffers, dims, num_dims, r.stream);
+  r.capturing = false;
+  r.graph = hidet::cuda::stream_end_capture(r.stream);
+  r.exec = hidet::cuda::graph_instantiate(r.graph);
+  r.start = hidet::cuda::event_create(device, true);
+  r.end = hidet::cuda::event_create(device, true);
+  hidet::cuda::graph_launch(r.exec, r.stream);  // warm
+  std::vector<float> times;
+  for (int32_t i = 0; i < repeat; ++i) {
+    hidet::cuda::event_record(r.start, r.stream);
+    hidet::cuda::graph_launch(r.exec, r.stream);
+    hidet::cuda::event_record(r.end, r.stream);
+    hidet::cuda::event_synchronize(r.end);
+    times.push_back(hidet::cuda::event_elapsed_ms(r.start, r.end) / static_cast<float>(calls));
+  }
+  std::nth_element(times.begin(), times.begin() + times.size() / 2, times.end());
+  *out_ms = times[times.size() / 2];
   API_END();
 }
 

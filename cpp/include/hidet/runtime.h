@@ -189,6 +189,17 @@ HIDET_API int hidet_kernel_free(HidetKernelHandle kernel);
 HIDET_API int hidet_kernel_launch(HidetKernelHandle kernel, void* const* buffers, int32_t num_buffers,
                                   const int64_t* dims, int32_t num_dims, HidetStream stream);
 
+/*!
+ * \brief Time a CUDA kernel on the GPU alone: `calls` launches (arguments as hidet_kernel_launch) are
+ * captured into one CUDA graph on a stream of its own on `device`, the graph is replayed `repeat` times,
+ * and the median time per launch in milliseconds is written to `out_ms`. Host launch costs, which exceed a
+ * small kernel's own time, are not counted (a tuner comparing candidates needs exactly that).
+ * The buffers are written by every launch.
+ */
+HIDET_API int hidet_kernel_time(HidetKernelHandle kernel, void* const* buffers, int32_t num_buffers,
+                                const int64_t* dims, int32_t num_dims, int32_t device, int32_t calls,
+                                int32_t repeat, float* out_ms);
+
 /* ---------------------------------------------------------------- compiled graphs */
 
 /*
