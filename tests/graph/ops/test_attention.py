@@ -244,13 +244,16 @@ def test_sdpa_is_one_attention_kernel():
     assert [type(n).__name__ for n in optimized.nodes] == ['AttentionOp']
 
 
-@pytest.mark.parametrize('kind', ['bool', 'add', 'not causal', 'shifted'])
+@pytest.mark.parametrize('kind', ['bool', 'add', 'not causal', 'shifted', 'all kept'])
 def test_constant_causal_masks_become_causal_attention(kind):
-    """A decoder's constant lower-triangular mask (boolean, or 0 / -inf) becomes the causal flag: no mask is
-    read; other constant masks stay masks. Values against torch with the mask as given."""
+    """A decoder's constant lower-triangular mask (boolean, or 0 / -inf) becomes the causal flag and a constant
+    mask keeping every key goes: no mask is read; other constant masks stay masks. Values against torch with
+    the mask as given."""
     tril = torch.ones(9, 9, dtype=torch.bool).tril()
     if kind == 'shifted':
         tril = torch.ones(9, 9, dtype=torch.bool).tril(1)
+    if kind == 'all kept':
+        tril = torch.ones(9, 9, dtype=torch.bool)
     mask = tril
     if kind in ('add', 'not causal'):
         mask = torch.zeros(9, 9).masked_fill(~tril, float('-inf' if kind == 'add' else -1e4))
@@ -260,7 +263,8 @@ def test_constant_causal_masks_become_causal_attention(kind):
     optimized = hidet.graph.optimize(hidet.trace_from(out, [hq, hk, hv]))
     (node,) = optimized.nodes
     assert isinstance(node, AttentionOp)
-    assert node.attrs['causal'] == (kind in ('bool', 'add')) and len(node.inputs) == (3 if node.attrs['causal'] else 4)
+    assert node.attrs['causal'] == (kind in ('bool', 'add'))
+    assert len(node.inputs) == (3 if kind in ('bool', 'add', 'all kept') else 4)
     torch.testing.assert_close(optimized(H(q), H(k), H(v)).torch(), _expected(q, k, v, mask.view(1, 1, 9, 9)),
                                rtol=1e-5, atol=1e-5)
 

@@ -10,7 +10,8 @@ transpose is inserted.
 An attention operator whose mask is a constant that keeps exactly the keys j <= i of query i (a boolean
 lower-triangular mask, or an additive one of 0 and -inf, the same for every batch entry: what a decoder
 builds from its sequence length) becomes causal attention with no mask, which reads no mask and skips the
-key tiles past each query block.
+key tiles past each query block; a constant mask that keeps every key (an encoder's padding mask built from
+an all-ones attention mask) is dropped.
 """
 from __future__ import annotations
 
@@ -159,31 +160,46 @@ def _keys(kt: Tensor) -> Tensor:
     return ops.transpose(kt, -1, -2)
 
 
-def is_causal_mask(mask: Tensor, sq, sk) -> bool:
-    """Whether constant ``mask``, broadcast to [..., sq, sk], keeps exactly the keys j <= i of each query i."""
+def _kept(mask: Tensor, sq, sk) -> Optional[np.ndarray]:
+    """Which keys constant ``mask``, broadcast to [..., sq, sk], keeps (a boolean mask's True, an additive
+    mask's 0 where every other value is -inf), or None where that is not known."""
     if mask.is_symbolic() or not (isinstance(sq, int) and isinstance(sk, int)) or mask.ndim < 2:
-        return False
+        return None
     values = _host_values(mask)
     if mask.dtype.is_boolean():
         keep = values.astype(bool)
     else:
         keep = values == 0
         if not np.all(keep | np.isneginf(values)):
-            return False
+            return None
     try:
-        keep = np.broadcast_to(keep, keep.shape[:-2] + (sq, sk))
+        return np.broadcast_to(keep, keep.shape[:-2] + (sq, sk))
     except ValueError:
-        return False
-    return bool(np.array_equal(keep, np.broadcast_to(np.tril(np.ones((sq, sk), dtype=bool)), keep.shape)))
+        return None
+
+
+def is_causal_mask(mask: Tensor, sq, sk) -> bool:
+    """Whether constant ``mask``, broadcast to [..., sq, sk], keeps exactly the keys j <= i of each query i."""
+    keep = _kept(mask, sq, sk)
+    return keep is not None and bool(np.array_equal(
+        keep, np.broadcast_to(np.tril(np.ones((sq, sk), dtype=bool)), keep.shape)))
+
+
+def keeps_every_key(mask: Tensor, sq, sk) -> bool:
+    keep = _kept(mask, sq, sk)
+    return keep is not None and bool(keep.all())
 
 
 def _causal(node: Operator, inputs: List[Tensor]) -> Optional[List[Tensor]]:
-    """An attention operator with a constant causal mask as causal attention without it."""
+    """An attention operator with a constant causal mask as causal attention without it; with a constant mask
+    that keeps every key, without it."""
     if not isinstance(node, AttentionOp) or len(inputs) != 4:
         return None
     q, k, v, mask = inputs
     (vq, vk, _) = node.views
     sq, sk = (vq.shape if vq else q.shape)[-2], (vk.shape if vk else k.shape)[-2]
+    if keeps_every_key(mask, sq, sk):
+        return [attention(q, k, v, None, node.attrs['scale'], node.attrs['causal'], node.views, node.out_dims)]
     if not is_causal_mask(mask, sq, sk):
         return None
     return [attention(q, k, v, None, node.attrs['scale'], True, node.views, node.out_dims)]
@@ -221,6 +237,8 @@ class FuseAttention(GraphPass):
                 add = m.mask_add
                 mask = mapped[id(add)][[id(t) for t in add.inputs].index(id(m.mask))]
             causal = mask is not None and is_causal_mask(mask, q.shape[-2], kt.shape[-1])
+            if mask is not None and keeps_every_key(mask, q.shape[-2], kt.shape[-1]):
+                mask = None
             out = attention(q, _keys(kt), inputs[1], None if causal else mask, m.scale, causal)
             return [ops.cast(out, node.outputs[0].dtype)]
 
