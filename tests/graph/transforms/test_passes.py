@@ -162,6 +162,14 @@ def test_gemm_operands_stay_direct():
     # an activation of a graph input (no producer to carry it) runs in its own kernel
     g = hidet.trace_from(ops.matmul(ops.silu(x), w1), [x])
     assert _names(hidet.graph.optimize(g)) == ['Silu', 'Matmul']
+    # bert's residual + bias cast to float32 for the layer norm: not the GEMM's epilogue (it would write the
+    # float32 copy for the norm to read back) but the norm's prologue, which reads the float16 values
+    r, b = hidet.symbol([32, 16], 'float16'), hidet.randn([16], dtype='float16')
+    h = ops.cast(ops.matmul(h, w2) + b + r, 'float32')
+    g = hidet.trace_from(ops.cast(ops.layer_norm(h, 16), 'float16'), [x, r])
+    opt = hidet.graph.optimize(g)
+    assert [n.outputs[0].dtype.name for n in opt.nodes] == ['float16', 'float16', 'float16'], _names(opt)
+    assert _names(opt)[-1].startswith('Fused[Add, Add, CastF32, ReduceMean')
 
 
 @pytest.mark.parametrize('norm', ['layer_norm', 'rms_norm', 'group_norm', 'softmax', 'log_softmax'])

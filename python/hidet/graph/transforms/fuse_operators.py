@@ -8,7 +8,8 @@ group computes is read only by that consumer group (and is not a graph output), 
   (a norm's input cast; for a matmul or dense convolution only a cheap one: _prologue_ok);
 - the producer is anchored, the consumer injective: an *epilogue* (e.g. bias + activation after a
   matmul), allowed only when each consumer element reads each anchor element once and the
-  consumer is no larger than the anchor (a broadcast would recompute the reduction per element);
+  consumer is no larger than the anchor (a broadcast would recompute the reduction per element), and
+  not when it ends in a wider dtype that a reduction reads (the norm takes that cast as its prologue);
 - both anchored: never, but for a *row-broadcast* group: plain reductions (ReduceOp) and the elementwise
   ops that read them broadcast over a row (``x - mean``, ``centered * rsqrt(var + eps)``, ``e / sum``) merge
   when the group's one output is row-broadcast (hidet.ir.schedulers.lowering.row_split: every reduction
@@ -82,6 +83,8 @@ class FuseOperators(GraphPass):
             elif producer.anchors and not (_epilogue_ok(producer, consumer)
                                            or _row_broadcast_ok(producer, consumer, position)):
                 return False
+            elif producer.anchors and _widens_for_a_reduction(producer, consumer, users, graph_outputs):
+                return False
             elif consumer.anchors and not producer.anchors and not _prologue_ok(producer, consumer):
                 return False
             consumer.members = producer.members + consumer.members
@@ -148,6 +151,16 @@ def _epilogue_ok(producer: _Group, consumer: _Group) -> bool:
     probe = FusedOperator.compose(consumer.members, [produced[0]] + _external_inputs(consumer.members, produced))
     out_node, in_node = probe.outputs[0], probe.inputs[0]
     return count_reads(out_node, in_node) == 1 and not reads_data_dependent(out_node)
+
+
+def _widens_for_a_reduction(producer: _Group, consumer: _Group, users, graph_outputs) -> bool:
+    """Whether the epilogue would end in a wider dtype (a float16 residual cast to float32) that a reduction
+    reads (a norm computing in float32): the anchor would write the wide copy and the norm read it back. The
+    injective group stays for the norm's kernel instead, as its prologue, reading the narrow values."""
+    out, produced = consumer.sink.outputs[0], producer.sink.outputs[0]
+    if out.dtype.nbytes <= produced.dtype.nbytes or id(out) in graph_outputs:
+        return False
+    return any(isinstance(r, ReduceOp) for r in users.get(id(out), []))
 
 
 def _row_broadcast_ok(producer: _Group, consumer: _Group, position: Dict[int, int]) -> bool:
