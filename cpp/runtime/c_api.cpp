@@ -40,6 +40,16 @@ hidet::Device to_device(DLDevice device) {
   }
 }
 
+// The buffer and dimension arrays of a kernel launch (hidet_kernel_launch, hidet_kernel_time).
+void check_launch_arguments(const char* func, void* const* buffers, int32_t num_buffers, const int64_t* dims,
+                            int32_t num_dims) {
+  HIDET_CHECK(num_buffers >= 0 && num_dims >= 0, func, ": negative num_buffers (", num_buffers, ") or num_dims (",
+              num_dims, ")");
+  HIDET_CHECK(num_buffers == 0 || buffers != nullptr, func, ": argument 'buffers' is NULL but num_buffers is ",
+              num_buffers);
+  HIDET_CHECK(num_dims == 0 || dims != nullptr, func, ": argument 'dims' is NULL but num_dims is ", num_dims);
+}
+
 }  // namespace
 
 namespace hidet {
@@ -250,11 +260,7 @@ int hidet_kernel_launch(HidetKernelHandle kernel, void* const* buffers, int32_t 
                         int32_t num_dims, HidetStream stream) {
   API_BEGIN();
   CHECK_NOT_NULL(kernel);
-  HIDET_CHECK(num_buffers >= 0 && num_dims >= 0, __func__, ": negative num_buffers (", num_buffers,
-              ") or num_dims (", num_dims, ")");
-  HIDET_CHECK(num_buffers == 0 || buffers != nullptr, __func__, ": argument 'buffers' is NULL but num_buffers is ",
-              num_buffers);
-  HIDET_CHECK(num_dims == 0 || dims != nullptr, __func__, ": argument 'dims' is NULL but num_dims is ", num_dims);
+  check_launch_arguments(__func__, buffers, num_buffers, dims, num_dims);
   kernel->kernel.launch(buffers, num_buffers, dims, num_dims, stream);
   API_END();
 }
@@ -264,11 +270,7 @@ int hidet_kernel_time(HidetKernelHandle kernel, void* const* buffers, int32_t nu
   API_BEGIN();
   CHECK_NOT_NULL(kernel);
   CHECK_NOT_NULL(out_ms);
-  HIDET_CHECK(num_buffers >= 0 && num_dims >= 0, __func__, ": negative num_buffers (", num_buffers,
-              ") or num_dims (", num_dims, ")");
-  HIDET_CHECK(num_buffers == 0 || buffers != nullptr, __func__, ": argument 'buffers' is NULL but num_buffers is ",
-              num_buffers);
-  HIDET_CHECK(num_dims == 0 || dims != nullptr, __func__, ": argument 'dims' is NULL but num_dims is ", num_dims);
+  check_launch_arguments(__func__, buffers, num_buffers, dims, num_dims);
   HIDET_CHECK(calls >= 1 && repeat >= 1, __func__, ": calls (", calls, ") and repeat (", repeat,
               ") must be at least 1");
   HIDET_CHECK(hidet::cuda::available(), __func__, ": CUDA is not available: ", hidet::cuda::unavailable_reason());
