@@ -20,6 +20,12 @@ import torch
 import torch.utils._pytree as pytree
 from torch.testing._internal.common_methods_invocations import op_db
 
+# Importing torch's test utilities freezes torch.backends' flags for the whole process (a guard of torch's own
+# suite, torch.backends.disable_global_flags): other tests that set torch.backends.cudnn flags (hidet bench)
+# would then fail. Undo it, in the module namespace those functions read (torch.backends itself is a wrapper).
+torch.backends.flags_frozen.__globals__['__allow_nonbracketed_mutation_flag'] = True
+assert not torch.backends.flags_frozen()
+
 from hidet.graph.frontend.torch import default_registry, hidet_backend
 from hidet.graph.frontend.torch.registry import target_name
 

@@ -89,7 +89,7 @@ class AttentionShape:
         _, offset, strides = self.layouts[which] if which < 3 else self.out_layout
         total = convert(offset)
         for idx, stride in zip(unflatten(b, self.batch_shape), strides[:-2]):
-            if stride:
+            if not (isinstance(stride, int) and stride == 0):  # (a symbolic stride is an expression)
                 total = total + idx * stride
         return total
 
