@@ -148,7 +148,8 @@ def attention() -> None:
         prepared.append((name, (q, k, v, mask, kind), template, template.space(2)))
     sources = [(t.source(c), 'cuda', 'attention') for _, _, t, configs in prepared for c in configs]
     paths = iter(build_libraries(sources))  # in parallel
-    print(f'{"case":16s} {"default":>16s} {"µs":>7s} {"best":>16s} {"µs":>7s} {"torch µs":>9s} {"default/torch":>13s}')
+    print(f'{"case":16s} {"default":>16s} {"µs":>7s} {"best":>16s} {"µs":>7s} {"torch µs":>9s} '
+          f'{"default/torch":>13s}')
     for name, (q, k, v, mask, kind), template, configs in prepared:
         out = torch.empty(*q.shape[:-1], v.shape[-1], device='cuda', dtype=torch.float16)
         torch_args = [x for x in (q, k, v, mask) if x is not None] + [out]

@@ -163,7 +163,7 @@ class AttentionViews(GraphPass):
         for node in attentions:
             y = node.outputs[0]
             readers = users.get(id(y), [])
-            if id(y) not in outputs and len(readers) == 1 and isinstance(readers[0], PermuteOp) \
+            if id(y) not in outputs and len(readers) == 1 and isinstance(readers[0], PermuteOp) and _static(y.shape) \
                     and readers[0].attrs['dims'][-1] == y.ndim - 1 and node.out_dims == tuple(range(y.ndim)):
                 permute_after[id(node)] = readers[0]
         written: Dict[int, Tensor] = {}  # id(permute) → the attention output written in its order

@@ -1,13 +1,16 @@
 """Templates of the attention task (hidet/graph/ops/attention.py), in Hidet Script.
 
-- CUDA, fp16 / bf16 with head sizes that are multiples of 16 up to 128: the tensor-core kernel of mma.py.
-- CPU (float32 arithmetic): OpenMP over (batch, query row); a row's scores go to a stack buffer of Sk floats, then the
-  softmax and the weighted sum of v's rows.
-- CUDA otherwise (float32 arithmetic): a warp per query row, ``rows`` rows per block. The block walks the keys in tiles of 32: it
-  stages the tile of k and v in shared memory (as float32), each lane scores one key of the tile, and
-  the warp updates its running maximum, running sum and output accumulators (lane c holds output
-  columns c, c + 32, ...) online, so the scores never reach memory. Head sizes up to 128.
+- CUDA, fp16 / bf16 with head sizes that are multiples of 16 up to 128 and static lengths: the tensor-core
+  kernel of mma.py.
+- CPU (float32 arithmetic): OpenMP over (batch, query row); a row's scores go to a stack buffer of Sk floats,
+  then the softmax and the weighted sum of v's rows.
+- CUDA otherwise, and at symbolic lengths (float32 arithmetic): a warp per query row, ``rows`` rows per
+  block. The block walks the keys in tiles of 32: it stages the tile of k and v in shared memory (as
+  float32), each lane scores one key of the tile, and the warp updates its running maximum, running sum and
+  output accumulators (lane c holds output columns c, c + 32, ...) online, so the scores never reach memory.
+  Head sizes up to 128.
 
+All three address q, k, v and the output rows through the task's views (AttentionShape.base / row_stride).
 The finder takes only the bare attention task (AttentionOp is not fused with its neighbours).
 """
 from __future__ import annotations
@@ -303,7 +306,8 @@ class AttentionTemplate(Template):
     def space(self, level: int) -> List[AttentionConfig]:
         if self.target == 'cpu':
             return [AttentionConfig(1)]
-        if not mma.unsupported(self.shape):
+        # symbolic lengths keep the fp32 kernel until the tensor-core one is checked at such lengths on a GPU
+        if not mma.unsupported(self.shape) and not self.shape.task.symbols():
             if level == 0:
                 return [self._mma_default()]
             return [AttentionConfig(r, k) for r in MMA_ROWS for k in MMA_KEYS
