@@ -13,7 +13,8 @@ fused into it (``fusible = False``): the templates read q, k, v and the mask as 
 the graph pass ``attention_views`` sets up so that no kernel only moves data around attention:
 - ``views``: q, k or v may be a *strided view* of the tensor given (View: logical shape, element offset and
   strides, the last stride 1): the heads of a fused QKV projection's output read in place through the
-  split / reshape / permute the model wrote, or GQA's shared key heads through a broadcast (stride 0);
+  split / reshape / permute the model wrote, or heads broadcast along a dimension of size 1 (stride 0; GQA's
+  repeat_kv, where query head h reads key head h / 2, is no strided view and stays a copy);
 - ``out_dims``: the output stored with its dimensions permuted (the last one staying last), e.g. [B, S, H, D]
   for the permute back to merged heads that the output projection reads.
 """
@@ -54,7 +55,6 @@ def _read(node, view: Optional[View], idx):
     if view is None:
         return node[idx]
     return node[tuple(unflatten(view.flat(idx), node.shape))]
-
 
 
 def mask_kind(mask: Optional[Tensor]) -> str:
