@@ -186,11 +186,12 @@ def is_causal_mask(mask: Tensor, sq, sk) -> bool:
 
 
 def keeps_every_key(mask: Tensor, sq, sk) -> bool:
+    """Whether constant ``mask``, broadcast to [..., sq, sk], keeps every key of every query."""
     keep = _kept(mask, sq, sk)
     return keep is not None and bool(keep.all())
 
 
-def _causal(node: Operator, inputs: List[Tensor]) -> Optional[List[Tensor]]:
+def _simplify_mask(node: Operator, inputs: List[Tensor]) -> Optional[List[Tensor]]:
     """An attention operator with a constant causal mask as causal attention without it; with a constant mask
     that keeps every key, without it."""
     if not isinstance(node, AttentionOp) or len(inputs) != 4:
@@ -218,7 +219,7 @@ class FuseAttention(GraphPass):
                 if m is not None and _single_use(m, node, users, outputs):
                     matches[id(node)] = m
         if not matches:
-            return rewrite_graph(graph, _causal)
+            return rewrite_graph(graph, _simplify_mask)
 
         firsts = {id(m.scores_mm): m for m in matches.values()}
         adds = {id(m.mask_add) for m in matches.values() if m.mask_add is not None}
@@ -230,7 +231,7 @@ class FuseAttention(GraphPass):
                 return None
             m = matches.get(id(node))
             if m is None:
-                return _causal(node, inputs)
+                return _simplify_mask(node, inputs)
             q, kt = mapped[id(m.scores_mm)]
             mask = None
             if m.mask is not None:
