@@ -316,10 +316,11 @@ class AttentionTemplate(Template):
 
     def _mma_default(self) -> AttentionConfig:
         """64 query rows a block (4 warps); key tiles of 64, or 32 for head sizes over 64. On the H100 this
-        was the fastest of the level-2 space, or within 3% of it, at the shapes of gpt2, bert, vit and llama
-        (batch 1, 128-197 tokens; batch 8, 512), of head size 128 at 1024 tokens and 80 at 300
-        (``python scripts/bench_ops.py --attention``); 16 or 32 rows a block, though they give small problems
-        more blocks, lost up to 10%."""
+        was the fastest config of the level-2 space, or within 3% of it, at the shapes of gpt2, vit and llama
+        (batch 1, 128-197 tokens), gpt2 and bert at batch 8 and 512 tokens, head size 128 at 1024 tokens and 80
+        at 300 (``python scripts/bench_ops.py --attention``); at bert's (batch 1, additive mask) 32 rows and
+        tiles of 32 keys were 9% faster. 16 rows a block, though it gives small problems more blocks, lost up
+        to 10% at batch 1 and 2x at 512 tokens."""
         return AttentionConfig(64, 64 if max(self.shape.d, self.shape.dv) <= 64 else 32)
 
     def source(self, config: AttentionConfig, fallback: bool = True) -> str:
