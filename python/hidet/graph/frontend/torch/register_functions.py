@@ -509,6 +509,8 @@ def split(tensor: Tensor, split_size_or_sections, dim=0):
 @register_function(torch.chunk)
 def chunk(input: Tensor, chunks: int, dim=0):
     n = input.shape[dim]
+    if isinstance(n, int) and n == 0:  # as torch: ``chunks`` empty pieces (a split would give one)
+        return tuple(ops.strided_slice(input, [0], [0], axes=[dim]) for _ in range(chunks))
     size = -(-n // chunks)
     return tuple(ops.split(input, size, dim))
 

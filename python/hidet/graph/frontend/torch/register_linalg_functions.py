@@ -112,9 +112,11 @@ def diag(input: Tensor, diagonal=0, *, out=None):
     """A vector → the square matrix with it on diagonal ``diagonal``; a matrix → that diagonal."""
     if input.ndim == 2:
         return _diagonal(input, diagonal)
-    if input.ndim != 1 or input.shape[0] == 0:
-        raise ValueError(f'diag: expected a non-empty 1-D or a 2-D tensor, got {input.shape}')
+    if input.ndim != 1:
+        raise ValueError(f'diag: expected a 1-D or a 2-D tensor, got {input.shape}')
     n = input.shape[0] + abs(diagonal)
+    if isinstance(input.shape[0], int) and input.shape[0] == 0:  # an empty vector: zeros, as torch
+        return ops.full([n, n], 0, input.dtype, input.device)
     rows = ops.reshape(ops.arange(n, device=input.device), [n, 1])
     cols = ops.reshape(ops.arange(n, device=input.device), [1, n])
     # element (i, j) of the diagonal holds input[i] (diagonal >= 0) or input[j]; elsewhere any index, masked

@@ -233,6 +233,8 @@ def kthvalue(input: Tensor, k, dim=-1, keepdim=False, *, out=None):
 @register_function(torch.median)
 def median(input: Tensor, dim=None, keepdim=False, *, out=None):
     if dim is None:  # the lower median of all elements, without an index
+        if isinstance(input.size, int) and input.size == 0:  # of no elements: NaN, as torch
+            return ops.full([], float('nan'), input.dtype, input.device)
         return ops.median(ops.reshape(input, [-1]), 0)[0]
     return SortResult(*ops.median(input, dim, keepdim))
 
