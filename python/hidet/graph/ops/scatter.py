@@ -93,6 +93,10 @@ def scatter_elements(data: Tensor, axis: int, index: Tensor, src, reduce: str = 
     if index.ndim != data.ndim or any(i > d for k, (i, d) in enumerate(zip(index.shape, data.shape)) if k != axis):
         raise ValueError(f'scatter: index {index.shape} must have the dimensions of data {data.shape}, no larger '
                          f'(but along axis {axis})')
+    if isinstance(index.numel(), int) and index.numel() > 0 and isinstance(data.shape[axis], int) and \
+            data.shape[axis] == 0:  # (torch raises too)
+        raise IndexError(f'scatter: cannot index dimension {axis} of size 0 of {data.shape} (every index is out '
+                         f'of range)')
     if not isinstance(src, Tensor):
         from hidet.graph.ops.creation import full
 

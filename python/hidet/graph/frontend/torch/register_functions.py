@@ -337,6 +337,8 @@ def _extreme(kind: str):
         if is_tensor(dim):  # torch.max(input, other)
             return pair_fn(input, dim)
         if dim is None:
+            if isinstance(input.size, int) and input.size == 0:  # as torch: no value to give
+                raise ValueError(f'{kind}(): an empty tensor {input.shape} has no {kind}imum (give a dim)')
             return reduce_fn(input)
         return MinMax(reduce_fn(input, [int(dim)], keepdim), arg_fn(input, int(dim), keepdim))
 
