@@ -139,7 +139,8 @@ def test_the_sweep_covers_the_mapped_operators():
 
 def test_the_sweep_tells_a_trip_from_a_clear_error():
     """Eager refuses index_select of an empty input; hidet's clear IndexError passes, a conversion that trips
-    over the empty input (``[][0]``) fails, and so does one that returns the wrong shape where eager returns."""
+    over the empty input (``[][0]``) fails, so does one that returns a value there, and one that returns the wrong
+    shape where eager returns."""
     from hidet import ops
     from hidet.graph.frontend.torch import default_registry
 
@@ -151,6 +152,9 @@ def test_the_sweep_tells_a_trip_from_a_clear_error():
         default_registry.register_function(torch.index_select)(lambda input, dim, index: [][0])
         error = check_empty(*select)
         assert error is not None and error.startswith('IndexError: list index out of range'), error
+        default_registry.register_function(torch.index_select)(lambda input, dim, index: input)
+        error = check_empty(*select)
+        assert error is not None and 'returns a value' in error, error
         default_registry.register_function(torch.roll)(lambda input, shifts, dims=None: ops.reshape(input, [-1]))
         error = check_empty(*roll)
         assert error is not None and 'shape' in error, error
