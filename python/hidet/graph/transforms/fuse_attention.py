@@ -15,7 +15,7 @@ an all-ones attention mask) is dropped.
 """
 from __future__ import annotations
 
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Tuple
 
 import numpy as np
 
@@ -178,17 +178,14 @@ def _kept(mask: Tensor, sq, sk) -> Optional[np.ndarray]:
         return None
 
 
-def is_causal_mask(mask: Tensor, sq, sk) -> bool:
-    """Whether constant ``mask``, broadcast to [..., sq, sk], keeps exactly the keys j <= i of each query i."""
-    keep = _kept(mask, sq, sk)
-    return keep is not None and bool(np.array_equal(
-        keep, np.broadcast_to(np.tril(np.ones((sq, sk), dtype=bool)), keep.shape)))
-
-
-def keeps_every_key(mask: Tensor, sq, sk) -> bool:
-    """Whether constant ``mask``, broadcast to [..., sq, sk], keeps every key of every query."""
-    keep = _kept(mask, sq, sk)
-    return keep is not None and bool(keep.all())
+def _mask_facts(mask: Optional[Tensor], sq, sk) -> Tuple[bool, bool]:
+    """(whether constant ``mask``, broadcast to [..., sq, sk], keeps every key of every query; whether it keeps
+    exactly the keys j <= i of each query i), from one read of its values."""
+    keep = _kept(mask, sq, sk) if mask is not None else None
+    if keep is None:
+        return False, False
+    causal = np.array_equal(keep, np.broadcast_to(np.tril(np.ones((sq, sk), dtype=bool)), keep.shape))
+    return bool(keep.all()), bool(causal)
 
 
 def _simplify_mask(node: Operator, inputs: List[Tensor]) -> Optional[List[Tensor]]:
@@ -199,9 +196,10 @@ def _simplify_mask(node: Operator, inputs: List[Tensor]) -> Optional[List[Tensor
     q, k, v, mask = inputs
     (vq, vk, _) = node.views
     sq, sk = (vq.shape if vq else q.shape)[-2], (vk.shape if vk else k.shape)[-2]
-    if keeps_every_key(mask, sq, sk):
+    every, causal = _mask_facts(mask, sq, sk)
+    if every:
         return [attention(q, k, v, None, node.attrs['scale'], node.attrs['causal'], node.views, node.out_dims)]
-    if not is_causal_mask(mask, sq, sk):
+    if not causal:
         return None
     return [attention(q, k, v, None, node.attrs['scale'], True, node.views, node.out_dims)]
 
@@ -237,8 +235,8 @@ class FuseAttention(GraphPass):
             if m.mask is not None:
                 add = m.mask_add
                 mask = mapped[id(add)][[id(t) for t in add.inputs].index(id(m.mask))]
-            causal = mask is not None and is_causal_mask(mask, q.shape[-2], kt.shape[-1])
-            if mask is not None and keeps_every_key(mask, q.shape[-2], kt.shape[-1]):
+            every, causal = _mask_facts(mask, q.shape[-2], kt.shape[-1])
+            if every:
                 mask = None
             out = attention(q, _keys(kt), inputs[1], None if causal else mask, m.scale, causal)
             return [ops.cast(out, node.outputs[0].dtype)]

@@ -343,13 +343,14 @@ class AttentionTemplate(Template):
 def find_attention_template(task: Task, target: str) -> Optional[AttentionTemplate]:
     if task.name != 'attention' or 'causal' not in task.attrs:
         return None
-    shape = AttentionShape(task)
-    if not (isinstance(shape.d, int) and isinstance(shape.dv, int)):
-        return None
     if task.symbols() and target != 'cuda':  # the CPU kernel keeps a row of scores on the stack: static lengths
         return None
+    template = AttentionTemplate(task, target)
+    shape = template.shape
+    if not (isinstance(shape.d, int) and isinstance(shape.dv, int)):
+        return None
     if target == 'cpu' and shape.sk <= CPU_MAX_KEYS:
-        return AttentionTemplate(task, target)
+        return template
     if target == 'cuda' and shape.d <= CUDA_MAX_HEAD and shape.dv <= CUDA_MAX_HEAD:
-        return AttentionTemplate(task, target)
+        return template
     return None
