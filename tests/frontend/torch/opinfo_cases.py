@@ -176,6 +176,17 @@ def run_eager(part: Part, sample):
     return part.call(inp, *sample.args, **sample.kwargs)
 
 
+def eager_takes(part: Part, sample) -> bool:
+    """Whether eager runs ``part`` on ``sample`` (an in-place variant does not take a sample that broadcasts
+    its input, for instance)."""
+    try:
+        with torch.no_grad():
+            run_eager(part, sample)
+    except Exception:  # noqa: BLE001  (a sample this variant does not take)
+        return False
+    return True
+
+
 def items(case: Case, device: str, dtype: torch.dtype) -> List[Tuple[Part, Any]]:
     """(part, sample) pairs: each part's first ``max_samples`` samples that are small and real and that eager
     runs (an in-place variant does not take a sample that broadcasts its input, for instance)."""
@@ -198,13 +209,9 @@ def items(case: Case, device: str, dtype: torch.dtype) -> List[Tuple[Part, Any]]
         for sample in usable:
             if taken == part.max_samples:
                 break
-            try:
-                with torch.no_grad():
-                    run_eager(part, sample)
-            except Exception:  # noqa: BLE001  (a sample this variant does not take)
-                continue
-            chosen.append((part, sample))
-            taken += 1
+            if eager_takes(part, sample):
+                chosen.append((part, sample))
+                taken += 1
     return chosen
 
 
