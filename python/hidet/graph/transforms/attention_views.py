@@ -30,19 +30,12 @@ from hidet.graph.ops.transform import BroadcastOp, ConcatOp, PermuteOp, SplitOp,
 from hidet.graph.tensor import Tensor
 from hidet.graph.transforms.base import GraphPass, rewrite_graph
 from hidet.graph.transforms.pass_context import PassContext
+from hidet.ir.schedulers.lowering import row_major_strides
 
 ROW_ALIGN = 8  # elements: rows of 16-bit values at 16-byte boundaries
 
 # an affine map from a logical index l to a multi-index i of a tensor: i[a] = const[a] + sum(coef[a][d] * l[d])
 Affine = Tuple[List[int], List[List[int]]]
-
-
-def _row_major(shape: Sequence[int]) -> List[int]:
-    strides, n = [], 1
-    for extent in reversed(shape):
-        strides.append(n)
-        n *= extent
-    return strides[::-1]
 
 
 def _static(shape) -> bool:
@@ -52,7 +45,7 @@ def _static(shape) -> bool:
 def _digits(view: View, shape: Sequence[int]) -> Optional[Affine]:
     """``view`` (over the flat elements of a row-major tensor of ``shape``) as an affine map to that tensor's
     multi-index, when every logical dimension moves one digit of the mixed-radix index and no digit carries."""
-    strides = _row_major(shape)
+    strides = row_major_strides(shape)
     const, rest = [], view.offset
     for s in strides:
         const.append(rest // s)
@@ -77,7 +70,7 @@ def _digits(view: View, shape: Sequence[int]) -> Optional[Affine]:
 
 def _flatten(affine: Affine, shape: Sequence[int], logical: Sequence[int]) -> View:
     const, coef = affine
-    strides = _row_major(shape)
+    strides = row_major_strides(shape)
     offset = sum(c * s for c, s in zip(const, strides))
     return View(tuple(logical), offset,
                 tuple(sum(coef[a][d] * strides[a] for a in range(len(shape))) if logical[d] > 1 else 0
@@ -96,8 +89,7 @@ def _through(node: Operator, t: Tensor, affine: Affine) -> Optional[Affine]:
             new_const[dim], new_coef[dim] = const[a], coef[a]
         return new_const, new_coef
     if isinstance(node, StridedSliceOp):
-        if any(not isinstance(v, int) or (isinstance(v, int) and step <= 0) for v, step in
-               zip(node.attrs['starts'], node.attrs['steps'])):
+        if any(not isinstance(v, int) or step <= 0 for v, step in zip(node.attrs['starts'], node.attrs['steps'])):
             return None
         const, coef = list(const), [list(row) for row in coef]
         for axis, start, step in zip(node.attrs['axes'], node.attrs['starts'], node.attrs['steps']):
@@ -109,7 +101,7 @@ def _through(node: Operator, t: Tensor, affine: Affine) -> Optional[Affine]:
         const = list(const)
         const[axis] += node.attrs['offsets'][[id(o) for o in node.outputs].index(id(t))]
         return const, coef
-    if isinstance(node, ConcatOp) and len(node.inputs) == 1 and x.dtype == t.dtype:
+    if isinstance(node, ConcatOp) and len(node.inputs) == 1:  # (view_of keeps the dtype)
         return affine
     if isinstance(node, BroadcastOp):
         lead = t.ndim - x.ndim
@@ -129,7 +121,7 @@ def view_of(t: Tensor) -> Tuple[Tensor, Optional[View]]:
     if not _static(t.shape) or t.ndim < 2:
         return t, None
     logical = tuple(t.shape)
-    base, view = t, View(logical, 0, tuple(_row_major(logical)))
+    base, view = t, View(logical, 0, row_major_strides(logical))
     aligned = _aligned(view)
     while base.trace is not None:
         node = base.trace[0]

@@ -58,6 +58,15 @@ def flat_index(indices: Sequence[Expr], shape: Sequence[int]) -> Expr:
     return index
 
 
+def row_major_strides(shape: Sequence[int]) -> Tuple:
+    """The element strides of a row-major tensor of ``shape`` (products of symbolic extents where there are)."""
+    strides, n = [], 1
+    for extent in reversed(list(shape)):
+        strides.append(n)
+        n = n * extent
+    return tuple(reversed(strides))
+
+
 def unflatten(flat: Expr, shape: Sequence[int]) -> List[Expr]:
     """The per-dimension indices of flat row-major index ``flat`` (symbolic extents: a modulo on every
     dimension but the outermost)."""

@@ -20,7 +20,7 @@ from typing import List, Optional
 
 from hidet.ir.dtypes import float32
 from hidet.ir.expr import BufferLoad, SymbolVar, Var, cast, convert
-from hidet.ir.schedulers.lowering import prod as _prod
+from hidet.ir.schedulers.lowering import prod as _prod, row_major_strides
 from hidet.ir.task import Task
 from hidet.ir.type import TensorType
 from hidet.kernels.attention import mma
@@ -60,7 +60,7 @@ class AttentionShape:
         self.task = task
         # per q, k, v: (logical shape, element offset, strides) in its input's flat elements
         views = task.attrs.get('views') or (None, None, None)
-        self.layouts = [tuple(view) if view is not None else (tuple(t.shape), 0, _row_major(t.shape))
+        self.layouts = [tuple(view) if view is not None else (tuple(t.shape), 0, row_major_strides(t.shape))
                         for t, view in zip((q, k, v), views)]
         (qs, _, _), (ks, _, _), (vs, _, _) = self.layouts
         self.batch_shape = tuple(qs[:-2])
@@ -74,7 +74,7 @@ class AttentionShape:
         self.out_dtype = task.outputs[0].dtype
         logical = self.batch_shape + (self.sq, self.dv)
         self.out_dims = tuple(task.attrs.get('out_dims') or range(len(logical)))
-        stored = _row_major([logical[d] for d in self.out_dims])
+        stored = row_major_strides([logical[d] for d in self.out_dims])
         out_strides = [0] * len(logical)
         for pos, d in enumerate(self.out_dims):
             out_strides[d] = stored[pos]
@@ -135,14 +135,6 @@ class AttentionShape:
         if self.causal and causal:
             score = select(binary('<=', j, i), score, call('hidet_lowest', dtype=float32))
         return score
-
-
-def _row_major(shape):
-    strides, n = [], 1
-    for extent in reversed(list(shape)):
-        strides.append(n)
-        n = n * extent
-    return tuple(reversed(strides))
 
 
 def _kernel_name(shape: AttentionShape, cfg: AttentionConfig, target: str) -> str:
