@@ -298,8 +298,7 @@ class AttentionTemplate(Template):
     def space(self, level: int) -> List[AttentionConfig]:
         if self.target == 'cpu':
             return [AttentionConfig(1)]
-        # symbolic lengths keep the fp32 kernel until the tensor-core one is checked at such lengths on a GPU
-        if not mma.unsupported(self.shape) and not self.shape.task.symbols():
+        if not mma.unsupported(self.shape):
             if level == 0:
                 return [self._mma_default()]
             return [AttentionConfig(r, k) for r in MMA_ROWS for k in MMA_KEYS
