@@ -56,11 +56,14 @@ def _k_tiles(spec: GemmSpec, bk: int) -> int:
 
 def default_split(spec: GemmSpec, bm: int, bn: int, bk: int, sms: int) -> int:
     """Split K when the tiles fill less than one wave: aim at one block per SM (two for the small tiles of
-    GEMV-like shapes), keeping at least four k-tiles per split."""
+    GEMV-like shapes), keeping at least four k-tiles per split and every split some k-tiles (72 k-tiles do not
+    split 16 ways: 15 splits of 5 take them all)."""
     t = -(-spec.m // bm) * -(-spec.n // bn) * spec.batch
     target = 2 * sms if bm <= 32 else sms
+    k_tiles = _k_tiles(spec, bk)
     split = 1
-    while t * split * 2 <= target and _k_tiles(spec, bk) // (split * 2) >= 4 and split < 16:
+    while t * split * 2 <= target and k_tiles // (split * 2) >= 4 and split < 16 \
+            and -(-k_tiles // (split * 2)) * (split * 2 - 1) < k_tiles:
         split *= 2
     return split
 
