@@ -9,7 +9,9 @@ import torch.nn.functional as F
 import hidet
 from hidet import ops
 from hidet.graph.ops.conv import ConvChannelsLastOp
+from hidet.graph.ops.pool import AdaptivePool2dOp, Pool2dOp
 from hidet.graph.ops.transform import PermuteOp
+from hidet.kernels.matmul import operand_modes
 from hidet.graph.transforms import ChannelsLast, FoldConstants, FoldConvBatchNorm, PassContext, SimplifyTransforms
 
 
@@ -23,7 +25,7 @@ def _tol(dtype):
     (1, 24, 7, 7, 8, 1, 1, 0, 1),
     (2, 8, 11, 11, 16, 5, 2, 2, 1),
     (1, 16, 10, 10, 32, 3, 1, 2, 2),
-    (1, 3, 15, 15, 8, 7, 2, 3, 1),  # a stem: 3 channels (no gather on CUDA: computed operand)
+    (1, 3, 15, 15, 8, 7, 2, 3, 1),  # a stem's 3 channels (the operator takes any count; the pass pads to 8)
 ])
 @pytest.mark.parametrize('dtype', [torch.float32, torch.float16])
 def test_conv2d_channels_last_matches_torch(device, dtype, n, c, h, w, o, k, stride, padding, dilation):
@@ -88,9 +90,12 @@ def test_pass_keeps_the_layout_between_convolutions():
     kinds = [type(n).__name__ for n in graph.nodes]
     assert kinds.count('ConvChannelsLastOp') == 3 and 'ConvOp' not in kinds
     permutes = [n for n in graph.nodes if isinstance(n, PermuteOp)]
-    # into the first convolution, and back for the two NCHW readers (the pool and the sum)
+    # into the first convolution; the pool runs channels-last, and permutes back are left for the NCHW reader
+    # (the sum) and the graph's output (the pool's)
     assert [n.attrs['dims'] for n in permutes].count([0, 2, 3, 1]) == 1, kinds
-    assert len(permutes) == 2, kinds
+    assert len(permutes) == 3, kinds
+    (pool,) = [n for n in graph.nodes if isinstance(n, Pool2dOp)]
+    assert pool.attrs['channels_last'] and pool.inputs[0].shape == (2, 4, 4, 32)
     # the residual add and the activations run in channels-last
     adds = [n.outputs[0].shape for n in graph.nodes if type(n).__name__ == 'BinaryElementwiseOp' and n.attrs['op'] == 'add']
     assert adds == [(2, 8, 8, 16), (2, 8, 8, 16), (2, 4, 4, 32)], adds
@@ -130,3 +135,44 @@ def test_tensor_core_template_gathers_the_input():
     t = ConvOp(hidet.randn([2, 64, 14, 14], dtype='float16', device='cuda'),
                hidet.randn([32, 64, 3, 3], dtype='float16', device='cuda'), [1, 1], [1, 1], [1, 1], 1).task
     assert nchw and find_matmul_template(t, 'cuda').spec.a.mode == 'computed'
+
+
+def _stem_torch(x, w):
+    y = F.max_pool2d(F.relu(F.conv2d(x, w, stride=2, padding=3)), 3, 2, 1)
+    return F.adaptive_avg_pool2d(F.avg_pool2d(y, 2, ceil_mode=True), 1).flatten(1)
+
+
+def _stem_hidet(x, w):
+    y = ops.max_pool2d(ops.relu(ops.conv2d(x, w, stride=2, padding=3)), 3, 2, 1)
+    return ops.reshape(ops.adaptive_avg_pool2d(ops.avg_pool2d(y, 2, ceil_mode=True), 1), [x.shape[0], -1])
+
+
+def test_rgb_stem_is_padded_and_pooling_runs_channels_last():
+    """An RGB stem: its 3 channels padded to 8 in the kernel that permutes the NCHW input (not inside the
+    convolution, whose input would then be computed element by element), and the pools after it in NHWC."""
+    w = hidet.symbol([16, 3, 7, 7], 'float16', 'cuda')
+    x = hidet.symbol([2, 3, 40, 40], 'float16', 'cuda')
+    graph = hidet.trace_from(_stem_hidet(x, w), [x, w])
+    with hidet.option.context(cuda_arch='sm_90'):  # (the CUDA graph is built and fused, not run)
+        opt = hidet.graph.optimize(graph)
+    conv = next(n for n in opt.nodes if 'conv2d_channels_last' in n.task.name)
+    assert [t.shape for t in conv.inputs] == [(2, 40, 40, 8), (16, 7, 7, 8)]
+    assert operand_modes(conv.task) == ('gather', 'direct')
+    pools = [n for n in opt.nodes if 'pool2d' in n.task.name]
+    assert len(pools) == 3 and all(n.inputs[0].shape[-1] == 16 for n in pools), [n.task.name for n in opt.nodes]
+
+
+@pytest.mark.parametrize('batch', [1, 3])
+def test_padded_stem_and_channels_last_pools_match_torch(batch):
+    g = torch.Generator().manual_seed(batch)
+    w = torch.randn(16, 3, 7, 7, generator=g) * 0.1
+    x = torch.randn(batch, 3, 37, 41, generator=g)
+    xs = hidet.symbol([batch, 3, 37, 41])
+    graph = hidet.trace_from(_stem_hidet(xs, hidet.from_torch(w)), [xs])
+    with PassContext() as ctx:
+        ctx.set_channels_last(True)
+        opt = hidet.graph.optimize(graph)
+    pools = [n for n in opt.nodes if isinstance(n, (Pool2dOp, AdaptivePool2dOp))] or \
+        [n for n in opt.nodes if 'pool2d' in n.task.name]
+    assert pools and all(n.inputs[0].shape[-1] == 16 for n in pools), [n.task.name for n in opt.nodes]
+    torch.testing.assert_close(opt(hidet.from_torch(x)).torch(), _stem_torch(x, w), rtol=1e-4, atol=1e-4)

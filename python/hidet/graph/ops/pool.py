@@ -23,12 +23,30 @@ def _pool_out(size: int, k: int, s: int, p: int, d: int, ceil_mode: bool) -> int
     return out
 
 
+def _layout(channels_last: bool):
+    """(the (n, c, h, w) sizes of a 4-D shape, the element of a tensor at (n, c, h, w), the output shape) in
+    NCHW or, ``channels_last``, NHWC: the channels-last pass runs a network's pooling in its convolutions'
+    layout, each thread's neighbours reading the next channels."""
+    if channels_last:
+        return (lambda s: (s[0], s[3], s[1], s[2]), lambda t, n, c, i, j: t[n, i, j, c],
+                lambda n, c, h, w: [n, h, w, c])
+    return (lambda s: tuple(s), lambda t, n, c, i, j: t[n, c, i, j], lambda n, c, h, w: [n, c, h, w])
+
+
+def _output(shape, element, channels_last: bool):
+    """The pool's output tensor, ``element(n, c, i, j)`` at each position, in the layout of its input."""
+    if channels_last:
+        return compute('y', shape, lambda nn, i, j, cc: element(nn, cc, i, j))
+    return compute('y', shape, element)
+
+
 class Pool2dOp(Operator):
     def __init__(self, x: Tensor, kind: str, kernel, stride, padding, dilation, ceil_mode: bool,
-                 count_include_pad: bool):
+                 count_include_pad: bool, channels_last: bool = False):
         op = f'{kind}_pool2d'
         a = input_node('x', x)
-        n, c, h, w = a.shape
+        sizes, at, out_shape = _layout(channels_last)
+        n, c, h, w = sizes(a.shape)
         for i, size in enumerate((h, w)):
             if padding[i] * 2 > kernel[i]:
                 raise ValueError(f'{op}: padding {padding} must be at most half the kernel {kernel}')
@@ -45,7 +63,7 @@ class Pool2dOp(Operator):
                 pos = [starts[0] + k0 * dilation[0], starts[1] + k1 * dilation[1]]
                 valid = logical_and(_in_range(pos[0], h), _in_range(pos[1], w))
                 fill = call('hidet_lowest', dtype=a.dtype) if kind == 'max' else convert(0, a.dtype)
-                return select(valid, a[nn, cc, pos[0], pos[1]], fill)
+                return select(valid, at(a, nn, cc, pos[0], pos[1]), fill)
 
             if kind == 'max':
                 return reduce(kernel, term, 'max')
@@ -59,10 +77,17 @@ class Pool2dOp(Operator):
                 count = (ends[0] - begins[0]) * (ends[1] - begins[1])
             return cast(total / cast(count, float32), a.dtype)
 
-        out = compute('y', [n, c, oh, ow], element)
+        out = _output(out_shape(n, c, oh, ow), element, channels_last)
         attrs = {'kernel': kernel, 'stride': stride, 'padding': padding, 'dilation': dilation,
-                 'ceil_mode': ceil_mode, 'count_include_pad': count_include_pad}
+                 'ceil_mode': ceil_mode, 'count_include_pad': count_include_pad, 'channels_last': channels_last}
         super().__init__([x], attrs, Task(op, [a], [out]))
+
+    def channels_last_twin(self, x: Tensor) -> 'Pool2dOp':
+        """This pooling of ``x``, the channels-last (NHWC) form of this operator's input."""
+        a = self.attrs
+        kind = self.task.name.split('_')[0]  # (max_pool2d, avg_pool2d)
+        return Pool2dOp(x, kind, a['kernel'], a['stride'], a['padding'], a['dilation'], a['ceil_mode'],
+                        a['count_include_pad'], channels_last=True)
 
 
 def _pool(kind, x, kernel_size, stride, padding, dilation, ceil_mode, count_include_pad) -> Tensor:
@@ -97,9 +122,10 @@ def _kernel(op: str, kernel_size, kernel):
 
 
 class AdaptivePool2dOp(Operator):
-    def __init__(self, x: Tensor, kind: str, output_size: Sequence[int]):
+    def __init__(self, x: Tensor, kind: str, output_size: Sequence[int], channels_last: bool = False):
         a = input_node('x', x)
-        n, c, h, w = a.shape
+        sizes, at, out_shape = _layout(channels_last)
+        n, c, h, w = sizes(a.shape)
         oh, ow = output_size
         # the largest window: ceil(size / out) + 1 covers every start/end rounding
         windows = [-(-h // oh) + 1, -(-w // ow) + 1]
@@ -111,15 +137,21 @@ class AdaptivePool2dOp(Operator):
             def term(k0, k1):
                 valid = logical_and(binary('<', starts[0] + k0, ends[0]), binary('<', starts[1] + k1, ends[1]))
                 fill = call('hidet_lowest', dtype=a.dtype) if kind == 'max' else convert(0, a.dtype)
-                return select(valid, a[nn, cc, starts[0] + k0, starts[1] + k1], fill)
+                return select(valid, at(a, nn, cc, starts[0] + k0, starts[1] + k1), fill)
 
             if kind == 'max':
                 return reduce(windows, term, 'max')
             count = (ends[0] - starts[0]) * (ends[1] - starts[1])
             return cast(reduce(windows, term, 'sum', dtype=float32) / cast(count, float32), a.dtype)
 
-        out = compute('y', [n, c, oh, ow], element)
-        super().__init__([x], {'output_size': list(output_size)}, Task(f'adaptive_{kind}_pool2d', [a], [out]))
+        out = _output(out_shape(n, c, oh, ow), element, channels_last)
+        super().__init__([x], {'output_size': list(output_size), 'channels_last': channels_last},
+                         Task(f'adaptive_{kind}_pool2d', [a], [out]))
+
+    def channels_last_twin(self, x: Tensor) -> 'AdaptivePool2dOp':
+        """This pooling of ``x``, the channels-last (NHWC) form of this operator's input."""
+        kind = self.task.name.split('_')[1]  # (adaptive_max_pool2d, adaptive_avg_pool2d)
+        return AdaptivePool2dOp(x, kind, self.attrs['output_size'], channels_last=True)
 
 
 def _adaptive(kind: str, x: Tensor, output_size: Union[int, Sequence[Optional[int]]]) -> Tensor:

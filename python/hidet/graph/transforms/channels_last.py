@@ -6,13 +6,18 @@ residual add), so the next convolution reads the previous one's output as it is:
     conv(x) → add(·, b) → relu → conv        becomes
     permute(x) → conv_cl → add(·, bᵀ) → relu → conv_cl → … → permute back where an NCHW reader remains
 
-Operators that need NCHW (pooling, reshapes, anything not elementwise) read a permute of the
-channels-last tensor; the fusion pass then folds such a permute into the reading kernel. Weights are
-permuted under ``deferred_constants`` and folded by the ``fold_constants`` pass that follows.
+Pooling (max, average, adaptive) runs in channels-last too. Operators that need NCHW (reshapes, anything
+else) read a permute of the channels-last tensor; the fusion pass then folds such a permute into the reading
+kernel. Weights are permuted under ``deferred_constants`` and folded by the ``fold_constants`` pass that
+follows.
 
-Applies (``PassContext.set_channels_last``): by default to float16/bfloat16 convolutions on CUDA with a
-multiple of 8 input channels (where the tensor-core template gathers channels); ``True`` to every
-ungrouped 2-D convolution (any device and dtype: the CPU tests use it); ``False`` to none.
+Input channels that are not a multiple of 8 (an RGB stem's 3) are zero-padded to one, in the kernel that
+permutes the network's NCHW input, so that every convolution gathers 16-byte chunks of channels: no
+convolution reads its input as a computed operand, element by element.
+
+Applies (``PassContext.set_channels_last``): by default to float16/bfloat16 convolutions on CUDA (where the
+tensor-core template gathers channels); ``True`` to every ungrouped 2-D convolution (any device and dtype:
+the CPU tests use it); ``False`` to none.
 """
 from __future__ import annotations
 
@@ -23,12 +28,15 @@ from hidet.graph.flow_graph import FlowGraph
 from hidet.graph.operator import Operator, deferred_constants
 from hidet.graph.ops.arithmetic import BinaryElementwiseOp, UnaryElementwiseOp, WhereOp
 from hidet.graph.ops.conv import ConvOp
+from hidet.graph.ops.pool import AdaptivePool2dOp, Pool2dOp
 from hidet.graph.tensor import Tensor
 from hidet.graph.transforms.base import GraphPass, rewrite_graph
 from hidet.graph.transforms.pass_context import PassContext
 
 TO_CL, TO_CF = [0, 2, 3, 1], [0, 3, 1, 2]  # NCHW → NHWC and back
+CHANNEL_MULTIPLE = 8  # input channels are zero-padded to a multiple of this (an RGB stem's 3 become 8)
 _ELEMENTWISE = (UnaryElementwiseOp, BinaryElementwiseOp, WhereOp)
+_POOLS = (Pool2dOp, AdaptivePool2dOp)  # (run in channels-last where their input is)
 
 
 def _applies(node: ConvOp, mode: Optional[bool]) -> bool:
@@ -37,9 +45,7 @@ def _applies(node: ConvOp, mode: Optional[bool]) -> bool:
         return False
     if mode is True:
         return True
-    channels = x.shape[1]
-    return x.device.is_cuda() and x.dtype.name in ('float16', 'bfloat16') and isinstance(channels, int) \
-        and channels % 8 == 0
+    return x.device.is_cuda() and x.dtype.name in ('float16', 'bfloat16') and isinstance(x.shape[1], int)
 
 
 class ChannelsLast(GraphPass):
@@ -74,11 +80,16 @@ class ChannelsLast(GraphPass):
         def rewrite(node: Operator, inputs: List[Tensor]):
             if isinstance(node, ConvOp) and _applies(node, mode):
                 a = node.attrs
-                return back(ops.conv2d_channels_last(as_cl(inputs[0]), ops.permute(inputs[1], TO_CL),
-                                                     stride=a['stride'], padding=a['padding'],
+                x, w = as_cl(inputs[0]), ops.permute(inputs[1], TO_CL)
+                extra = -x.shape[-1] % CHANNEL_MULTIPLE
+                if extra:  # zero channels: the same sums, read 8 at a time (the weight's pad is folded)
+                    x, w = ops.pad(x, [0, extra]), ops.pad(w, [0, extra])
+                return back(ops.conv2d_channels_last(x, w, stride=a['stride'], padding=a['padding'],
                                                      dilation=a['dilation']))
             if isinstance(node, _ELEMENTWISE) and node.outputs[0].ndim == 4 and any(id(t) in cl for t in inputs):
                 return back(node.reforward([operand_cl(t) for t in inputs]).outputs[0])
+            if isinstance(node, _POOLS) and id(inputs[0]) in cl and not node.attrs['channels_last']:
+                return back(node.channels_last_twin(as_cl(inputs[0])).outputs[0])
             return None
 
         with deferred_constants():  # weight permutes: traced, then folded together by fold_constants

@@ -38,6 +38,7 @@ from hidet.ir.compose import count_reads, reads_data_dependent
 from hidet.ir.expr import Binary, Call, Cast, Expr, TensorElement, Unary
 from hidet.ir.functors import inline_computes, walk
 from hidet.ir.schedulers.lowering import row_split
+from hidet.kernels.matmul import operand_modes
 from hidet.utils import logs
 
 
@@ -178,16 +179,37 @@ def _row_broadcast_ok(producer: _Group, consumer: _Group, position: Dict[int, in
 def _prologue_ok(producer: _Group, consumer: _Group) -> bool:
     """Whether the injective ``producer`` may be recomputed at each read by the anchored ``consumer``. A
     reduction's or a depthwise convolution's prologue: always (a norm's input cast, a residual add). A matmul or
-    dense convolution's (whose
-    template copies an operand read as it is with cp.async / TMA, and evaluates any other per element of
-    each tile it loads, so once per tile of the other dimension): only re-indexing (transpose, reshape,
-    padding) and at most MAX_PROLOGUE_OPS arithmetic operations in the operand's own dtype. A cast, an
-    activation (GELU, SiLU, exp) or longer arithmetic runs once per element instead: in the epilogue of
-    its producer's kernel (the epilogue sweep) or in a kernel of its own."""
+    dense convolution's (whose template copies an operand read as it is with cp.async / TMA, and evaluates any
+    other per element of each tile it loads, so once per tile of the other dimension): only re-indexing
+    (transpose, reshape, padding) and at most MAX_PROLOGUE_OPS arithmetic operations in the operand's own dtype,
+    and only where the operands stay copies (_keeps_operand_copies). A cast, an activation (GELU, SiLU, exp) or
+    longer arithmetic runs once per element instead: in the epilogue of its producer's kernel (the epilogue
+    sweep) or in a kernel of its own."""
     if not any(_copies_operands(a) for a in consumer.anchors):
         return True
     task = FusedOperator.compose(producer.members, _external_inputs(producer.members))
-    return all(_cheap(inline_computes(out.definition.value), out.dtype) for out in task.outputs)
+    ops = [_arithmetic_ops(inline_computes(out.definition.value), out.dtype) for out in task.outputs]
+    if any(n is None or n > MAX_PROLOGUE_OPS for n in ops):
+        return False
+    return _keeps_operand_copies(producer, consumer, arithmetic=any(ops))
+
+
+def _keeps_operand_copies(producer: _Group, consumer: _Group, arithmetic: bool) -> bool:
+    """Whether the operands the consumer's template copies (cp.async / TMA) stay copies with the producer fused
+    in. A gathered one (a convolution's window) must stay gathered: permuting a network's NCHW input or padding
+    its channels inside the convolution made resnet's stem read its input element by element (45 µs against
+    13). A direct one may become computed only for arithmetic (a scale), not for re-indexing alone, which costs
+    a copy kernel at most."""
+    members = consumer.members
+    before = operand_modes(FusedOperator.compose(members, _external_inputs(members)))
+    if before is None:
+        return True
+    fused = producer.members + members
+    after = operand_modes(FusedOperator.compose(fused, _external_inputs(fused)))
+    if after is None:
+        return False
+    copies = ('direct', 'gather')
+    return all(b == 'computed' or a in copies or (b == 'direct' and arithmetic) for a, b in zip(after, before))
 
 
 MAX_PROLOGUE_OPS = 4
@@ -199,21 +221,21 @@ def _copies_operands(op: Operator) -> bool:
     return isinstance(op, (MatmulOp, ConvChannelsLastOp)) or (isinstance(op, ConvOp) and op.attrs['groups'] == 1)
 
 
-def _cheap(value: Expr, dtype) -> bool:
-    """At most MAX_PROLOGUE_OPS arithmetic operations on values of ``dtype`` (index arithmetic aside), no call
-    and no cast to another type of floats."""
+def _arithmetic_ops(value: Expr, dtype) -> Optional[int]:
+    """The arithmetic operations on values of ``dtype`` (index arithmetic aside); None where there is a call or
+    a cast to another type of floats (work to run once per element, not per tile read)."""
     ops = 0
     # (a read's indices are addressing, not work on values: not looked into)
     for e in walk(value, descend=lambda n: not isinstance(n, TensorElement)):
         if isinstance(e, TensorElement) and e.tensor.dtype.is_float() and e.tensor.dtype != dtype:
-            return False
+            return None
         if isinstance(e, Call):
-            return False
+            return None
         if isinstance(e, Cast) and e.dtype.is_float() and e.a.dtype.is_float() and e.dtype != e.a.dtype:
-            return False
+            return None
         if isinstance(e, (Binary, Unary)) and e.dtype.is_float():
             ops += 1
-    return ops <= MAX_PROLOGUE_OPS
+    return ops
 
 
 def _no_larger(a: Tensor, b: Tensor) -> bool:

@@ -19,7 +19,7 @@ from hidet.ir.task import Task
 
 from .mma import MmaConfig, check_config
 from .base import GemmTemplate
-from .spec import MMA_DTYPES, GemmSpec, NotGemm, explain, match_gemm
+from .spec import MMA_DTYPES, GemmSpec, NotGemm, explain, match_gemm, operand_modes
 
 MIN_ARCH = 80
 WGMMA_ARCH = 90  # wgmma is sm_90's (sm_100 has tcgen05 instead)

@@ -650,6 +650,19 @@ def _inline_inputs(e: Expr) -> Expr:
     return inline_computes(e)
 
 
+def operand_modes(task: Task) -> Optional[Tuple[str, str]]:
+    """How the template would read the two operands of ``task`` ('direct', 'gather' or 'computed'), matched as a
+    plain GEMM or else as an implicit one (a convolution); None where ``task`` is neither."""
+    dtypes = MMA_DTYPES + ('float32',)
+    for fold_k in (False, True):
+        try:
+            spec = match_gemm(task, dtypes, fold_k=fold_k)
+        except NotGemm:
+            continue
+        return spec.a.mode, spec.b.mode
+    return None
+
+
 def explain(task: Task) -> str:
     """'gemm …' or why ``task`` is not one."""
     try:
