@@ -91,7 +91,29 @@ void bind_graph(py::module_& m) {
             run_with([&](auto... args) { return hidet_cuda_graph_run(cg.handle, args...); }, inputs, outputs, stream);
           },
           py::arg("input_addrs"), py::arg("output_addrs"), py::arg("stream") = 0,
-          "Copy the inputs in, replay, copy the outputs out: all enqueued on `stream`.");
+          "Copy the inputs in, replay, copy the outputs out: all enqueued on `stream`.")
+      .def(
+          "launch",
+          [](const CudaGraph& cg, const std::vector<uintptr_t>& inputs, uintptr_t stream) {
+            std::vector<void*> in = pointers(inputs);
+            nogil([&] {
+              return hidet_cuda_graph_launch(cg.handle, const_cast<const void* const*>(in.data()),
+                                             static_cast<int32_t>(in.size()), reinterpret_cast<HidetStream>(stream));
+            });
+          },
+          py::arg("input_addrs"), py::arg("stream") = 0,
+          "run()'s first half: copy the inputs in and replay; copy_outputs() follows.")
+      .def(
+          "copy_outputs",
+          [](const CudaGraph& cg, const std::vector<uintptr_t>& outputs, uintptr_t stream) {
+            std::vector<void*> out = pointers(outputs);
+            nogil([&] {
+              return hidet_cuda_graph_copy_outputs(cg.handle, out.data(), static_cast<int32_t>(out.size()),
+                                                   reinterpret_cast<HidetStream>(stream));
+            });
+          },
+          py::arg("output_addrs"), py::arg("stream") = 0,
+          "run()'s second half: copy the last launch's outputs out.");
 
   py::class_<Graph, std::shared_ptr<Graph>>(m, "Graph", "A compiled graph (an artifact loaded by the C++ runtime).")
       .def_static(

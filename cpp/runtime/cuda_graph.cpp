@@ -86,9 +86,30 @@ CudaGraph::~CudaGraph() {
 void CudaGraph::run(const void* const* inputs, int32_t num_inputs, void* const* outputs, int32_t num_outputs,
                     void* stream) {
   graph_->check_buffers(inputs, num_inputs, outputs, num_outputs, *plan_);
-  const artifact::Manifest& m = graph_->manifest();
   cuda::set_device(graph_->device().index);
   std::lock_guard<std::mutex> lock(mutex_);
+  launch_locked(inputs, stream);
+  copy_outputs_locked(outputs, stream);
+}
+
+void CudaGraph::launch(const void* const* inputs, int32_t num_inputs, void* stream) {
+  graph_->check_inputs(inputs, num_inputs, *plan_);
+  cuda::set_device(graph_->device().index);
+  std::lock_guard<std::mutex> lock(mutex_);
+  launch_locked(inputs, stream);
+}
+
+void CudaGraph::copy_outputs(void* const* outputs, int32_t num_outputs, void* stream) {
+  graph_->check_outputs(outputs, num_outputs, *plan_);
+  cuda::set_device(graph_->device().index);
+  std::lock_guard<std::mutex> lock(mutex_);
+  HIDET_CHECK(launched_, "copy_outputs of a CUDA graph of ", graph_->source(),
+              " with no launch before it: call hidet_cuda_graph_launch first");
+  copy_outputs_locked(outputs, stream);
+}
+
+void CudaGraph::launch_locked(const void* const* inputs, void* stream) {
+  const artifact::Manifest& m = graph_->manifest();
   // The previous replay (maybe on another stream) must have copied its outputs out before this one
   // overwrites the static buffers. Waiting on a never-recorded event is a no-op.
   cuda::stream_wait_event(stream, done_event_);
@@ -96,10 +117,16 @@ void CudaGraph::run(const void* const* inputs, int32_t num_inputs, void* const* 
     cuda::memcpy_async(static_inputs_[i]->ptr(), inputs[i], plan_->nbytes[m.inputs[i].tensor], stream);
   }
   cuda::graph_launch(exec_, stream);
+  launched_ = true;
+}
+
+void CudaGraph::copy_outputs_locked(void* const* outputs, void* stream) {
+  const artifact::Manifest& m = graph_->manifest();
   for (size_t i = 0; i < static_outputs_.size(); ++i) {
     cuda::memcpy_async(outputs[i], static_outputs_[i]->ptr(), plan_->nbytes[m.outputs[i].tensor], stream);
   }
   cuda::event_record(done_event_, stream);
+  launched_ = false;
 }
 
 }  // namespace hidet

@@ -224,29 +224,43 @@ std::string Graph::where(size_t i) const {
   return str_cat("artifact ", source_, ": instruction ", i, " (kernel '", manifest_.kernels[inst.kernel].name, "')");
 }
 
-void Graph::check_buffers(const void* const* inputs, int32_t num_inputs, void* const* outputs,
-                          int32_t num_outputs, const Plan& plan) const {
-  auto describe = [](const std::vector<artifact::IoSpec>& list) {
-    std::string s;
-    for (const auto& io : list) s += (s.empty() ? "" : ", ") + io.name;
-    return s;
-  };
+namespace {
+
+std::string io_names(const std::vector<artifact::IoSpec>& list) {
+  std::string s;
+  for (const auto& io : list) s += (s.empty() ? "" : ", ") + io.name;
+  return s;
+}
+
+}  // namespace
+
+void Graph::check_inputs(const void* const* inputs, int32_t num_inputs, const Plan& plan) const {
   const auto& m = manifest_;
   HIDET_CHECK(num_inputs == static_cast<int32_t>(m.inputs.size()), "the graph takes ", m.inputs.size(),
-              " input(s) (", describe(m.inputs), "), got ", num_inputs);
-  HIDET_CHECK(num_outputs == static_cast<int32_t>(m.outputs.size()), "the graph has ", m.outputs.size(),
-              " output(s) (", describe(m.outputs), "), got ", num_outputs);
+              " input(s) (", io_names(m.inputs), "), got ", num_inputs);
   HIDET_CHECK(inputs != nullptr || num_inputs == 0, "the array of inputs is NULL");
-  HIDET_CHECK(outputs != nullptr || num_outputs == 0, "the array of outputs is NULL");
   // A NULL pointer is fine for an empty tensor (torch gives empty tensors no memory).
   for (int32_t i = 0; i < num_inputs; ++i) {
     HIDET_CHECK(inputs[i] != nullptr || plan.nbytes[m.inputs[i].tensor] == 0, "input ", i, " ('",
                 m.inputs[i].name, "'): null pointer");
   }
+}
+
+void Graph::check_outputs(void* const* outputs, int32_t num_outputs, const Plan& plan) const {
+  const auto& m = manifest_;
+  HIDET_CHECK(num_outputs == static_cast<int32_t>(m.outputs.size()), "the graph has ", m.outputs.size(),
+              " output(s) (", io_names(m.outputs), "), got ", num_outputs);
+  HIDET_CHECK(outputs != nullptr || num_outputs == 0, "the array of outputs is NULL");
   for (int32_t i = 0; i < num_outputs; ++i) {
     HIDET_CHECK(outputs[i] != nullptr || plan.nbytes[m.outputs[i].tensor] == 0, "output ", i, " ('",
                 m.outputs[i].name, "'): null pointer");
   }
+}
+
+void Graph::check_buffers(const void* const* inputs, int32_t num_inputs, void* const* outputs,
+                          int32_t num_outputs, const Plan& plan) const {
+  check_inputs(inputs, num_inputs, plan);
+  check_outputs(outputs, num_outputs, plan);
 }
 
 void Graph::execute(const void* const* inputs, void* const* outputs, void* arena, void* stream,

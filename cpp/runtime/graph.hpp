@@ -56,6 +56,8 @@ class Graph {
            const std::vector<int64_t>& symbols = {});
   void check_buffers(const void* const* inputs, int32_t num_inputs, void* const* outputs, int32_t num_outputs,
                      const Plan& plan) const;
+  void check_inputs(const void* const* inputs, int32_t num_inputs, const Plan& plan) const;
+  void check_outputs(void* const* outputs, int32_t num_outputs, const Plan& plan) const;
 
   // The plan for these symbol values (checked: count, not negative), cached per distinct values.
   std::shared_ptr<const Plan> plan(const std::vector<int64_t>& symbols);
@@ -108,6 +110,9 @@ class CudaGraph {
   CudaGraph& operator=(const CudaGraph&) = delete;
 
   void run(const void* const* inputs, int32_t num_inputs, void* const* outputs, int32_t num_outputs, void* stream);
+  // run() in two halves (hidet_cuda_graph_launch): inputs in and the replay, then the copies out.
+  void launch(const void* const* inputs, int32_t num_inputs, void* stream);
+  void copy_outputs(void* const* outputs, int32_t num_outputs, void* stream);
   const Graph& graph() const { return *graph_; }
   const std::vector<int64_t>& symbols() const { return plan_->symbols; }
 
@@ -119,7 +124,11 @@ class CudaGraph {
   void* cu_graph_ = nullptr;
   void* exec_ = nullptr;
   void* done_event_ = nullptr;  // recorded after each run's copies out
+  bool launched_ = false;       // a launch whose outputs are not copied out yet
   std::mutex mutex_;
+
+  void launch_locked(const void* const* inputs, void* stream);
+  void copy_outputs_locked(void* const* outputs, void* stream);
 };
 
 }  // namespace hidet

@@ -305,6 +305,22 @@ int hidet_cuda_graph_run(HidetCudaGraphHandle cuda_graph, const void* const* inp
   API_END();
 }
 
+int hidet_cuda_graph_launch(HidetCudaGraphHandle cuda_graph, const void* const* inputs, int32_t num_inputs,
+                            HidetStream stream) {
+  API_BEGIN();
+  CHECK_NOT_NULL(cuda_graph);
+  cuda_graph->cuda_graph->launch(inputs, num_inputs, stream);
+  API_END();
+}
+
+int hidet_cuda_graph_copy_outputs(HidetCudaGraphHandle cuda_graph, void* const* outputs, int32_t num_outputs,
+                                  HidetStream stream) {
+  API_BEGIN();
+  CHECK_NOT_NULL(cuda_graph);
+  cuda_graph->cuda_graph->copy_outputs(outputs, num_outputs, stream);
+  API_END();
+}
+
 int hidet_cuda_graph_run_tensors(HidetCudaGraphHandle cuda_graph, const DLTensor* inputs, int32_t num_inputs,
                                  const DLTensor* outputs, int32_t num_outputs, HidetStream stream) {
   API_BEGIN();

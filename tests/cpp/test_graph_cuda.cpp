@@ -127,6 +127,25 @@ TEST_F(GraphCuda, CudaGraphReplays) {
   ASSERT_EQ(hidet_cuda_graph_free(cg), 0);
 }
 
+TEST_F(GraphCuda, CudaGraphLaunchThenCopyOutputs) {
+  HidetCudaGraphHandle cg = nullptr;
+  ASSERT_EQ(hidet_graph_cuda_graph_create(graph_, &cg), 0) << hidet_get_last_error();
+  void* outputs[] = {y_, w_};
+  // copying out with no launch before it is refused
+  EXPECT_EQ(hidet_cuda_graph_copy_outputs(cg, outputs, 2, stream_), -1);
+  EXPECT_NE(std::string(hidet_get_last_error()).find("no launch before it"), std::string::npos);
+  for (float start : {3.0f, -20.0f}) {  // the two halves give what run gives
+    check_run(start, [&](const void* const* in, void* const* out) {
+      int status = hidet_cuda_graph_launch(cg, in, 1, stream_);
+      return status != 0 ? status : hidet_cuda_graph_copy_outputs(cg, out, 2, stream_);
+    });
+  }
+  EXPECT_EQ(hidet_cuda_graph_copy_outputs(cg, outputs, 2, stream_), -1);  // each launch is copied out once
+  EXPECT_EQ(hidet_cuda_graph_launch(cg, nullptr, 1, stream_), -1);
+  EXPECT_NE(std::string(hidet_get_last_error()).find("the array of inputs is NULL"), std::string::npos);
+  ASSERT_EQ(hidet_cuda_graph_free(cg), 0);
+}
+
 TEST_F(GraphCuda, ArchTooNew) {
   std::string data = artifact(replace(kManifest, R"("arch": "sm_80")", R"("arch": "sm_990")"));
   HidetGraphHandle g = nullptr;

@@ -427,6 +427,19 @@ HIDET_API int hidet_graph_cuda_graph_create_dims(HidetGraphHandle graph, const i
 HIDET_API int hidet_cuda_graph_run(HidetCudaGraphHandle cuda_graph, const void* const* inputs, int32_t num_inputs,
                                    void* const* outputs, int32_t num_outputs, HidetStream stream);
 
+/*!
+ * \brief hidet_cuda_graph_run in two halves, so that a caller can allocate the outputs while the GPU
+ * replays: hidet_cuda_graph_launch copies the inputs in and launches the graph on `stream`;
+ * hidet_cuda_graph_copy_outputs then enqueues the copies out on the same stream. The two are one
+ * replay: a caller sharing the CUDA graph between threads holds its own lock from the launch to the
+ * copies (a launch whose outputs are never copied is simply overwritten by the next one). Copying
+ * out with no launch before it is an error.
+ */
+HIDET_API int hidet_cuda_graph_launch(HidetCudaGraphHandle cuda_graph, const void* const* inputs, int32_t num_inputs,
+                                      HidetStream stream);
+HIDET_API int hidet_cuda_graph_copy_outputs(HidetCudaGraphHandle cuda_graph, void* const* outputs,
+                                            int32_t num_outputs, HidetStream stream);
+
 /*! \brief hidet_cuda_graph_run on DLPack tensors, checked as in hidet_graph_run_tensors. */
 HIDET_API int hidet_cuda_graph_run_tensors(HidetCudaGraphHandle cuda_graph, const DLTensor* inputs,
                                            int32_t num_inputs, const DLTensor* outputs, int32_t num_outputs,
