@@ -52,6 +52,14 @@ CPU_CHUNK = 4096  # innermost elements per iteration of the CPU's parallel loop,
 CPU_MIN_ITERATIONS = 64  # iterations of the CPU's parallel loop, at least (where there are elements enough)
 COLUMN_THREADS = 1 << 18  # threads a column reduction aims at: enough to fill an H100
 COLUMN_MIN_BLOCKS = 264  # two blocks per SM of an H100
+ROW_ELEMENTS_PER_THREAD = 8  # a row-broadcast block's threads: the row's elements / this (32 to CUDA_BLOCK)
+
+
+def _pow2_ceil(x: int) -> int:
+    p = 1
+    while p < x:
+        p *= 2
+    return p
 
 
 def _pow2_floor(x: int) -> int:
@@ -135,6 +143,9 @@ def _cuda_row_broadcast(name: str, params: List[Var], out_param: Var, value: Exp
     rows, cols = prod(shape[:p]), prod(shape[p:])
     longest = max([prod(r.shape) for r in collect(value, ReduceCompute)] + [cols], key=_static_size)
     mode = 'block' if _static_size(longest) >= BLOCK_REDUCE_MIN_EXTENT else 'warp'
+    # a row's threads: about ROW_ELEMENTS_PER_THREAD elements each (fewer warps to combine, more rows at once)
+    threads = min(CUDA_BLOCK, max(32, _pow2_ceil(-(-_static_size(longest) // ROW_ELEMENTS_PER_THREAD))))
+    lowering = Lowering(lowering.params, block_threads=threads)
     row, j = Var('row', int64), Var('j', int64)
     at_row, element_value = _row_values(value, axes, shape, p, row, j)
     pre: List[Stmt] = []
@@ -144,10 +155,11 @@ def _cuda_row_broadcast(name: str, params: List[Var], out_param: Var, value: Exp
     element = lowering.value(element_value, body, 'thread')
     first, step, per_block, group, groups = {
         'warp': ('hidet_lane_idx', 32, CUDA_BLOCK // 32, 'hidet_global_warp_idx', 'hidet_global_warps'),
-        'block': ('hidet_thread_idx', CUDA_BLOCK, 1, 'hidet_block_idx', 'hidet_grid_dim')}[mode]
+        'block': ('hidet_thread_idx', threads, 1, 'hidet_block_idx', 'hidet_grid_dim')}[mode]
     inner = For(j, call(first, dtype=int64), cols, step, Seq(body + [Store(out_param, row * cols + j, element)]))
     loop = For(row, call(group, dtype=int64), rows, call(groups, dtype=int64), Seq(pre + [inner]))
-    return Function(name, params, loop, 'cuda', grid=(grid_size(rows, per_block),), block=(CUDA_BLOCK,))
+    block = CUDA_BLOCK if mode == 'warp' else threads
+    return Function(name, params, loop, 'cuda', grid=(grid_size(rows, per_block),), block=(block,))
 
 
 def _static_size(n) -> int:

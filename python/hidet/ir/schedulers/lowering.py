@@ -152,8 +152,9 @@ def row_split(value: Expr, axes: Sequence[Var], shape: Sequence[int]) -> Optiona
 
 
 class Lowering:
-    def __init__(self, params: Dict[int, Var]):
+    def __init__(self, params: Dict[int, Var], block_threads: int = CUDA_BLOCK):
         self.params = params
+        self.block_threads = block_threads  # the threads of a block that share a 'block' reduction
         self.counter = 0
         self.scopes: List[Dict[str, Expr]] = [{}]  # lowered reductions by structural key, per C scope
         self.column: Optional[Tuple[int, int, Var, Expr]] = None  # column mode: (cols, rows, row, valid)
@@ -196,7 +197,7 @@ class Lowering:
         else:
             start, step = {'thread': (convert(0), convert(1)),
                            'warp': (call('hidet_lane_idx', dtype=int64), convert(32)),
-                           'block': (call('hidet_thread_idx', dtype=int64), convert(CUDA_BLOCK))}[mode]
+                           'block': (call('hidet_thread_idx', dtype=int64), convert(self.block_threads))}[mode]
         body: List[Stmt] = []
         self.scopes.append({})
         v = self.value(substitute(value, dict(zip(r.axes, unflatten(k, r.shape)))), body, mode='thread')
