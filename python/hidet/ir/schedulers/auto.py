@@ -52,7 +52,13 @@ CPU_CHUNK = 4096  # innermost elements per iteration of the CPU's parallel loop,
 CPU_MIN_ITERATIONS = 64  # iterations of the CPU's parallel loop, at least (where there are elements enough)
 COLUMN_THREADS = 1 << 18  # threads a column reduction aims at: enough to fill an H100
 COLUMN_MIN_BLOCKS = 264  # two blocks per SM of an H100
-ROW_ELEMENTS_PER_THREAD = 8  # a row-broadcast block's threads: the row's elements / this (32 to CUDA_BLOCK)
+# A row-broadcast kernel (lowering.row_split) on the H100 (scripts/bench_ops.py --norms): a block per row, its
+# threads for about ROW_ELEMENTS_PER_THREAD of the row's elements each (32 to CUDA_BLOCK of them: 128 x 768 layer
+# norm 3.27 µs at 256 threads, 3.65 at 128, 3.73 at 64); a warp per row where there are at least WARP_ROWS_MIN
+# rows of at most WARP_ROWS_MAX_EXTENT elements (4096 x 768 layer norm 6.9 µs against 11.8 a block per row,
+# 1536 x 128 softmax 2.3 against 3.3)
+ROW_ELEMENTS_PER_THREAD = 4
+WARP_ROWS_MIN, WARP_ROWS_MAX_EXTENT = 1024, 1024
 
 
 def _pow2_ceil(x: int) -> int:
@@ -138,12 +144,15 @@ def _cpu_row_broadcast(name: str, params: List[Var], out_param: Var, value: Expr
 # ---------------------------------------------------------------- CUDA
 def _cuda_row_broadcast(name: str, params: List[Var], out_param: Var, value: Expr, axes, shape, lowering: Lowering,
                         p: int) -> Function:
-    """A block per row (a warp where the row's reductions and columns are short): its threads compute the
-    row's reductions together (all get the results), then stride over the row's columns (lowering.row_split)."""
+    """A block per row (a warp where the row's reductions and columns are short, or rows are many: see
+    ROW_ELEMENTS_PER_THREAD): its threads compute the row's reductions together (all get the results), then
+    stride over the row's columns (lowering.row_split)."""
     rows, cols = prod(shape[:p]), prod(shape[p:])
     longest = max([prod(r.shape) for r in collect(value, ReduceCompute)] + [cols], key=_static_size)
     mode = 'block' if _static_size(longest) >= BLOCK_REDUCE_MIN_EXTENT else 'warp'
-    # a row's threads: about ROW_ELEMENTS_PER_THREAD elements each (fewer warps to combine, more rows at once)
+    if is_static(rows) and rows >= WARP_ROWS_MIN and _static_size(longest) <= WARP_ROWS_MAX_EXTENT:
+        mode = 'warp'  # rows enough for a warp each to fill the GPU
+    # a row's threads: about ROW_ELEMENTS_PER_THREAD elements each
     threads = min(CUDA_BLOCK, max(32, _pow2_ceil(-(-_static_size(longest) // ROW_ELEMENTS_PER_THREAD))))
     lowering = Lowering(lowering.params, block_threads=threads)
     row, j = Var('row', int64), Var('j', int64)
