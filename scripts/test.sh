@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite: the C++ runtime's GoogleTests (ctest) and the Python tests (pytest).
 # Run from the repository root after `pip install .`. Installs what it needs where missing:
-# pytest and expecttest (pip) and GoogleTest (Debian's libgtest-dev).
+# pytest, pytest-xdist and expecttest (pip) and GoogleTest (Debian's libgtest-dev). The tests run on every core
+# (pytest -n auto).
 #   bash scripts/test.sh [--quick] [pytest arguments...]
 # --quick: the C++ tests and the Python tests of the lower layers (IR, schedulers, backend, runtime, graph
 # passes, command line), without Hidet Script, the operator, frontend and model suites: under 4 minutes on 2
@@ -10,6 +11,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 if ! python3 -c 'import pytest' 2>/dev/null; then python3 -m pip install -q pytest; fi
+# (pytest-xdist: the suite on every core, as CI's two; most of its time is compiling kernels)
+if ! python3 -c 'import xdist' 2>/dev/null; then python3 -m pip install -q pytest-xdist; fi
 # (expecttest: torch's OpInfo database, which tests/frontend/torch/test_opinfo.py reads, imports it)
 if ! python3 -c 'import expecttest' 2>/dev/null; then python3 -m pip install -q expecttest; fi
 if [ ! -e /usr/include/gtest/gtest.h ] && [ ! -e /usr/local/include/gtest/gtest.h ]; then
@@ -26,7 +29,7 @@ echo "== Python tests (pytest)"
 if [ "${1:-}" = "--quick" ]; then
   shift
   python3 -m pytest tests/ir tests/backend tests/runtime tests/graph/transforms tests/utils tests/test_cli.py \
-    tests/test_structure.py -q "$@"
+    tests/test_structure.py -q -n auto "$@"
 else
-  python3 -m pytest tests -q "$@"
+  python3 -m pytest tests -q -n auto "$@"
 fi
