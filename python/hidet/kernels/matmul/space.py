@@ -83,6 +83,8 @@ def _shape_class(spec: GemmSpec, sms: int) -> Tuple[int, int, int, int]:
         return 16, 64, 16, 16
     if m <= 32:
         return (32, 128, 32, 32) if n >= 128 else (32, 64, 32, 16)
+    if m <= 64 and n >= 128:  # 16-row tiles, so m gives several (49 x 512 x 4608, resnet's 7x7 convolutions
+        return 16, 64, 16, 16  # at batch 1: 7.9 µs in 32 x 64 split 8 or 16 x 64, 12.1 in 64 x 128, H100)
     if m <= 64 or n <= 64:
         return (64, 128, 32, 32) if n >= 128 else (64, 64, 32, 32)
     if _tiles(spec, 256, 128) >= 2 * sms:  # large: the biggest tiles (least traffic per FLOP), 8 warps
@@ -117,21 +119,26 @@ def _wg_default(spec: GemmSpec, sms: int):
             # im2col TMA copies (channels a multiple of 64), no split-k: 64 channels, 128 x 64 tiles of 3 stages
             # where they fill two waves (56x56x64: 0.84x cuDNN, the best of level 2); 128 channels, 64 x 128
             # (28x28x128: 0.88x, the best); 256 and more, 128 x 128 tiles of 4 stages where they keep half the
-            # SMs busy (14x14x256: 0.99x; the best 1.02x), else 64 x 128 (7x7x512: 0.83x, the best)
-            if bn >= 256:
-                bm = 128 if _tiles(spec, 128, 128) >= sms // 2 else 64
-                return replace(wg_config(spec, bm, 128, 128, sms, stages=4), tma=True)
+            # SMs busy (14x14x256: 0.99x; the best 1.02x), else 64 x 128 (7x7x512: 0.83x, the best). Under half a
+            # wave of 64-row tiles (resnet18 at batch 1), 64 x 64 tiles split along k: the best of level 2 at
+            # 28x28x128 (6.9 µs against 8.8 for 64 x 128 split 4) and 14x14x256 (8.5 against 11.3)
+            if bn >= 256 and _tiles(spec, 128, 128) >= sms // 2:
+                return replace(wg_config(spec, 128, 128, 128, sms, stages=4), tma=True)
             if bn == 64 and _tiles(spec, 128, 64) >= 2 * sms:
                 return replace(wg_config(spec, 128, 64, 64, sms, stages=3), tma=True)
-            return replace(wg_config(spec, 64, bn, bn, sms, stages=3), tma=True)
+            if _tiles(spec, 64, min(bn, 128)) < sms // 2:  # under half a wave (batch 1): 64 x 64 tiles, split
+                return replace(wg_config(spec, 64, 64, 64, sms, stages=4), tma=True)
+            return replace(wg_config(spec, 64, min(bn, 128), min(bn, 128), sms, stages=3), tma=True)
         # cp.async: 64 x 64 channels, 128 x 64 tiles of 3 stages where they fill two waves (0.83x cuDNN, as
         # level 2; 64 x 64: 0.75x); 128 channels, 64 x 128 (0.85x, as level 2); 256 and more, 128 x 128 tiles of
         # 4 stages with the default split (14x14x256: 0.77x, 64 x 256 in 3 stages 0.69x; 7x7x512: split 2, 0.62x)
-        if bn >= 256:
+        if bn >= 256 and _tiles(spec, 128, 128) >= sms // 2:
             return wg_config(spec, 128, 128, 128, sms, stages=4)
         if bn == 64 and _tiles(spec, 128, 64) >= 2 * sms:
             return wg_config(spec, 128, 64, 64, sms, stages=3)
-        return wg_config(spec, 64, bn, bn, sms, stages=3)
+        if _tiles(spec, 64, min(bn, 128)) < sms // 2:
+            return wg_config(spec, 64, 64, 64, sms, stages=4)
+        return wg_config(spec, 64, min(bn, 128), min(bn, 128), sms, stages=3)
     return _wg_dense_default(spec, sms)
 
 
