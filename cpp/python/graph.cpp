@@ -113,7 +113,18 @@ void bind_graph(py::module_& m) {
             });
           },
           py::arg("output_addrs"), py::arg("stream") = 0,
-          "run()'s second half: copy the last launch's outputs out.");
+          "run()'s second half: copy the last launch's outputs out.")
+      .def(
+          "output_layout",
+          [](const CudaGraph& cg, int32_t num_outputs) {
+            std::vector<uint64_t> offsets(num_outputs);
+            uint64_t nbytes = 0;
+            check(hidet_cuda_graph_output_layout(cg.handle, offsets.data(), num_outputs, &nbytes));
+            return py::make_tuple(offsets, nbytes);
+          },
+          py::arg("num_outputs"),
+          "(each output's offset in the static outputs' block, the block's size): outputs laid out so in one "
+          "allocation are copied out with one copy.");
 
   py::class_<Graph, std::shared_ptr<Graph>>(m, "Graph", "A compiled graph (an artifact loaded by the C++ runtime).")
       .def_static(

@@ -44,9 +44,18 @@ CudaGraph::CudaGraph(std::shared_ptr<Graph> graph, const std::vector<int64_t>& s
     static_inputs_.push_back(Storage::allocate(device, plan.nbytes[io.tensor], s));
     in_ptrs.push_back(static_inputs_.back()->ptr());
   }
+  // The static outputs share one block (output_offsets()), so that outputs laid out the same way in one
+  // allocation are copied out with one copy.
+  uint64_t end = 0;
   for (const auto& io : m.outputs) {
-    static_outputs_.push_back(Storage::allocate(device, plan.nbytes[io.tensor], s));
-    out_ptrs.push_back(static_outputs_.back()->ptr());
+    end = (end + kOutputAlign - 1) / kOutputAlign * kOutputAlign;
+    output_offsets_.push_back(end);
+    end += plan.nbytes[io.tensor];
+  }
+  outputs_nbytes_ = end;
+  if (end > 0) static_outputs_ = Storage::allocate(device, end, s);
+  for (uint64_t offset : output_offsets_) {
+    out_ptrs.push_back(static_outputs_ ? static_cast<char*>(static_outputs_->ptr()) + offset : nullptr);
   }
   if (plan.arena_nbytes > 0) arena_ = Storage::allocate(device, plan.arena_nbytes, s);
   // Cached blocks may still be in use by work of an earlier stream with the same handle; the
@@ -122,8 +131,22 @@ void CudaGraph::launch_locked(const void* const* inputs, void* stream) {
 
 void CudaGraph::copy_outputs_locked(void* const* outputs, void* stream) {
   const artifact::Manifest& m = graph_->manifest();
-  for (size_t i = 0; i < static_outputs_.size(); ++i) {
-    cuda::memcpy_async(outputs[i], static_outputs_[i]->ptr(), plan_->nbytes[m.outputs[i].tensor], stream);
+  const size_t n = output_offsets_.size();
+  bool packed = n > 1 && outputs[0] != nullptr;  // laid out as the static block, in one allocation
+  for (size_t i = 1; i < n && packed; ++i) {
+    packed = plan_->nbytes[m.outputs[i].tensor] == 0 ||
+             outputs[i] == static_cast<char*>(outputs[0]) + output_offsets_[i];
+  }
+  if (packed) {
+    cuda::memcpy_async(outputs[0], static_outputs_->ptr(), outputs_nbytes_, stream);
+  } else {
+    for (size_t i = 0; i < n; ++i) {
+      uint64_t nbytes = plan_->nbytes[m.outputs[i].tensor];
+      if (nbytes > 0) {
+        cuda::memcpy_async(outputs[i], static_cast<char*>(static_outputs_->ptr()) + output_offsets_[i], nbytes,
+                           stream);
+      }
+    }
   }
   cuda::event_record(done_event_, stream);
   launched_ = false;

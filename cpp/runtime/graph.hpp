@@ -115,11 +115,19 @@ class CudaGraph {
   void copy_outputs(void* const* outputs, int32_t num_outputs, void* stream);
   const Graph& graph() const { return *graph_; }
   const std::vector<int64_t>& symbols() const { return plan_->symbols; }
+  // Where each output sits in the static outputs' block, and the block's size: outputs that a caller lays
+  // out the same way in one allocation are copied out with one copy (the padding between them too).
+  const std::vector<uint64_t>& output_offsets() const { return output_offsets_; }
+  uint64_t outputs_nbytes() const { return outputs_nbytes_; }
+  static constexpr uint64_t kOutputAlign = 256;
 
  private:
   std::shared_ptr<Graph> graph_;  // kept alive: its kernels and weights are in the captured graph
   std::shared_ptr<const Graph::Plan> plan_;  // the layout (and sizes) of the captured shape
-  std::vector<std::shared_ptr<Storage>> static_inputs_, static_outputs_;
+  std::vector<std::shared_ptr<Storage>> static_inputs_;
+  std::shared_ptr<Storage> static_outputs_;  // one block: output i at output_offsets_[i]
+  std::vector<uint64_t> output_offsets_;
+  uint64_t outputs_nbytes_ = 0;
   std::shared_ptr<Storage> arena_;
   void* cu_graph_ = nullptr;
   void* exec_ = nullptr;

@@ -321,6 +321,20 @@ int hidet_cuda_graph_copy_outputs(HidetCudaGraphHandle cuda_graph, void* const* 
   API_END();
 }
 
+int hidet_cuda_graph_output_layout(HidetCudaGraphHandle cuda_graph, uint64_t* offsets, int32_t num_outputs,
+                                   uint64_t* out_nbytes) {
+  API_BEGIN();
+  CHECK_NOT_NULL(cuda_graph);
+  CHECK_NOT_NULL(out_nbytes);
+  const std::vector<uint64_t>& layout = cuda_graph->cuda_graph->output_offsets();
+  HIDET_CHECK(num_outputs == static_cast<int32_t>(layout.size()), "the graph has ", layout.size(),
+              " output(s), got room for ", num_outputs, " offsets");
+  HIDET_CHECK(offsets != nullptr || num_outputs == 0, "the array of offsets is NULL");
+  for (int32_t i = 0; i < num_outputs; ++i) offsets[i] = layout[i];
+  *out_nbytes = cuda_graph->cuda_graph->outputs_nbytes();
+  API_END();
+}
+
 int hidet_cuda_graph_run_tensors(HidetCudaGraphHandle cuda_graph, const DLTensor* inputs, int32_t num_inputs,
                                  const DLTensor* outputs, int32_t num_outputs, HidetStream stream) {
   API_BEGIN();

@@ -146,6 +146,31 @@ TEST_F(GraphCuda, CudaGraphLaunchThenCopyOutputs) {
   ASSERT_EQ(hidet_cuda_graph_free(cg), 0);
 }
 
+TEST_F(GraphCuda, CudaGraphOutputsInOneBlock) {
+  HidetCudaGraphHandle cg = nullptr;
+  ASSERT_EQ(hidet_graph_cuda_graph_create(graph_, &cg), 0) << hidet_get_last_error();
+  uint64_t offsets[2] = {1, 1}, nbytes = 0;
+  ASSERT_EQ(hidet_cuda_graph_output_layout(cg, offsets, 2, &nbytes), 0) << hidet_get_last_error();
+  EXPECT_EQ(offsets[0], 0u);
+  EXPECT_EQ(offsets[1], 256u);  // 256-byte aligned
+  EXPECT_EQ(nbytes, 512u);
+  EXPECT_EQ(hidet_cuda_graph_output_layout(cg, offsets, 1, &nbytes), -1);
+  // outputs at those offsets of one allocation: the same results (copied with one copy)
+  void* block = nullptr;
+  ASSERT_EQ(hidet_alloc(kGpu, nbytes, stream_, &block), 0);
+  std::vector<float> x = range(7.0f), out(128);
+  ASSERT_EQ(hidet_memcpy(x_, x.data(), 256, stream_), 0);
+  const void* inputs[] = {x_};
+  void* outputs[] = {block, static_cast<char*>(block) + offsets[1]};
+  ASSERT_EQ(hidet_cuda_graph_run(cg, inputs, 1, outputs, 2, stream_), 0) << hidet_get_last_error();
+  ASSERT_EQ(hidet_memcpy(out.data(), block, 512, stream_), 0);
+  ASSERT_EQ(hidet_stream_synchronize(stream_), 0);
+  EXPECT_EQ(std::vector<float>(out.begin(), out.begin() + 64), x);
+  EXPECT_EQ(std::vector<float>(out.begin() + 64, out.end()), range(1000.0f));
+  ASSERT_EQ(hidet_free(kGpu, block), 0);
+  ASSERT_EQ(hidet_cuda_graph_free(cg), 0);
+}
+
 TEST_F(GraphCuda, ArchTooNew) {
   std::string data = artifact(replace(kManifest, R"("arch": "sm_80")", R"("arch": "sm_990")"));
   HidetGraphHandle g = nullptr;

@@ -158,3 +158,24 @@ def test_small_models_on_every_path(model, device, tmp_path):
         second = cg.run([hidet.from_torch(b)])[0]
         _close(first, expected)  # not overwritten by the second replay
         _close(second, ft(b, w))
+
+
+@pytest.mark.cuda
+def test_cuda_graph_outputs_share_one_allocation_and_stay_apart():
+    """Torch outputs of a CUDA-graph replay: views of one allocation laid out as the graph's static outputs
+    (one copy out, not one per output), of their own dtypes and shapes; a later replay does not touch them."""
+    x = hidet.symbol([3, 5], 'float16', 'cuda')
+    outs = [x * 2.0, ops.cast(x, 'float32') + 1.0, ops.sum(x, 1), ops.transpose(x, 0, 1)]
+    cg = hidet.trace_from(outs, [x]).build().cuda_graph()
+
+    def expected(t):
+        return [t * 2, t.float() + 1, t.sum(1), t.t()]
+
+    a, b = (torch.randn(3, 5, device='cuda').half() for _ in range(2))
+    first = cg.run([a])
+    second = cg.run([b])
+    assert len({t.untyped_storage().data_ptr() for t in first}) == 1  # one allocation
+    for got, want in [(first, expected(a)), (second, expected(b))]:
+        for g, w in zip(got, want):
+            assert g.dtype == w.dtype and g.shape == w.shape and g.is_contiguous()
+            torch.testing.assert_close(g, w, rtol=2e-3, atol=2e-3)

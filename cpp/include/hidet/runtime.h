@@ -440,6 +440,15 @@ HIDET_API int hidet_cuda_graph_launch(HidetCudaGraphHandle cuda_graph, const voi
 HIDET_API int hidet_cuda_graph_copy_outputs(HidetCudaGraphHandle cuda_graph, void* const* outputs,
                                             int32_t num_outputs, HidetStream stream);
 
+/*!
+ * \brief Where each output sits in the CUDA graph's block of static outputs: `offsets` (num_outputs entries,
+ * which must equal the graph's number of outputs) and the block's size `out_nbytes`. Outputs that a caller
+ * lays out at these offsets of one allocation of at least `out_nbytes` bytes are copied out with one copy
+ * (the padding between them too) instead of one copy each.
+ */
+HIDET_API int hidet_cuda_graph_output_layout(HidetCudaGraphHandle cuda_graph, uint64_t* offsets, int32_t num_outputs,
+                                             uint64_t* out_nbytes);
+
 /*! \brief hidet_cuda_graph_run on DLPack tensors, checked as in hidet_graph_run_tensors. */
 HIDET_API int hidet_cuda_graph_run_tensors(HidetCudaGraphHandle cuda_graph, const DLTensor* inputs,
                                            int32_t num_inputs, const DLTensor* outputs, int32_t num_outputs,

@@ -5,6 +5,7 @@ writes the same bytes to disk and ``load_compiled_graph`` reads them back."""
 from __future__ import annotations
 
 import json
+import math
 import os
 import threading
 from collections import OrderedDict
@@ -177,13 +178,21 @@ class CompiledGraph:
                                  f'{self.device.kind}, got {dtype}{list(shape)} on {dev}')
         return addrs, is_torch, values
 
-    def _new_outputs(self, is_torch: bool, values: Dict[str, int]) -> list:
+    def _new_outputs(self, is_torch: bool, values: Dict[str, int], layout: Optional[Tuple[List[int], int]] = None
+                     ) -> list:
+        """Fresh outputs; ``layout`` (a CUDA graph's output_layout: offsets, size): torch outputs as views of one
+        allocation at those offsets, which the CUDA graph then copies out with one copy."""
         if is_torch:
             import torch
 
             dev = 'cpu' if self.target == 'cpu' else f'cuda:{self.device.id}'
             shapes = ([(sig.shape_at(values), getattr(torch, sig.dtype.name)) for sig in self.outputs]
                       if self.symbols else self._torch_static()[1])
+            if layout is not None and len(shapes) > 1:
+                offsets, nbytes = layout
+                block = torch.empty(nbytes, dtype=torch.uint8, device=dev)
+                return [block[o:o + math.prod(shape) * dtype.itemsize].view(dtype).view(shape)
+                        for (shape, dtype), o in zip(shapes, offsets)]
             return [torch.empty(shape, dtype=dtype, device=dev) for shape, dtype in shapes]
         from hidet.graph.tensor import _empty
 
@@ -232,11 +241,12 @@ class CudaGraph:
     def __init__(self, graph: CompiledGraph, handle):
         self.graph = graph
         self._handle = handle
+        self._layout = handle.output_layout(len(graph.outputs))
         self._lock = threading.Lock()  # a replay is a launch and its copies out (_replay)
 
     def run(self, inputs: Sequence, stream: Optional[int] = None) -> list:
         in_addrs, is_torch, values = self.graph._check_inputs(inputs)
-        return _replay(self._handle, self._lock, self.graph, in_addrs, is_torch, values,
+        return _replay(self._handle, self._layout, self._lock, self.graph, in_addrs, is_torch, values,
                        self.graph._stream(inputs, stream))
 
     def __call__(self, *inputs):
@@ -244,13 +254,14 @@ class CudaGraph:
         return outputs[0] if len(outputs) == 1 else outputs
 
 
-def _replay(handle, lock: threading.Lock, graph: CompiledGraph, in_addrs: List[int], is_torch: bool,
+def _replay(handle, layout, lock: threading.Lock, graph: CompiledGraph, in_addrs: List[int], is_torch: bool,
             values: Dict[str, int], stream: int) -> list:
     """One replay of a captured CUDA graph: launched first, so that the outputs are allocated while the GPU
-    runs (GPT-2's 25 outputs cost about 200 µs of torch.empty on the host), then copied out."""
+    runs (GPT-2's 25 outputs cost about 200 µs of torch.empty on the host), then copied out, in one copy where
+    the outputs are views of one allocation laid out as the graph's static outputs (``layout``)."""
     with lock:
         handle.launch(in_addrs, stream)
-        outputs = graph._new_outputs(is_torch, values)
+        outputs = graph._new_outputs(is_torch, values, layout)
         handle.copy_outputs([t.data_ptr() for t in outputs], stream)
     return outputs
 
@@ -277,16 +288,19 @@ class CudaGraphs:
     def run(self, inputs: Sequence, stream: Optional[int] = None) -> list:
         in_addrs, is_torch, values = self.graph._check_inputs(inputs)
         key = tuple(values[name] for name in self.graph.symbols)
-        handle = self._graphs.get(key)
-        if handle is None:
+        entry = self._graphs.get(key)
+        if entry is None:
             handle = self.graph._graph.cuda_graph(list(key))
+            entry = (handle, handle.output_layout(len(self.graph.outputs)))
             self.captures += 1
-            self._graphs[key] = handle
+            self._graphs[key] = entry
             while len(self._graphs) > self.max_shapes:
                 self._graphs.popitem(last=False)
         else:
             self._graphs.move_to_end(key)
-        return _replay(handle, self._lock, self.graph, in_addrs, is_torch, values, self.graph._stream(inputs, stream))
+        handle, layout = entry
+        return _replay(handle, layout, self._lock, self.graph, in_addrs, is_torch, values,
+                       self.graph._stream(inputs, stream))
 
     def __call__(self, *inputs):
         outputs = self.run(inputs)
