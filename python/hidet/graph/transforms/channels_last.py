@@ -81,7 +81,8 @@ class ChannelsLast(GraphPass):
             if isinstance(node, ConvOp) and _applies(node, mode):
                 a = node.attrs
                 x, w = as_cl(inputs[0]), ops.permute(inputs[1], TO_CL)
-                extra = -x.shape[-1] % CHANNEL_MULTIPLE
+                channels = x.shape[-1]
+                extra = -channels % CHANNEL_MULTIPLE if isinstance(channels, int) else 0
                 if extra:  # zero channels: the same sums, read 8 at a time (the weight's pad is folded)
                     x, w = ops.pad(x, [0, extra]), ops.pad(w, [0, extra])
                 return back(ops.conv2d_channels_last(x, w, stride=a['stride'], padding=a['padding'],
