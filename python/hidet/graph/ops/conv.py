@@ -11,8 +11,8 @@ from hidet.graph.operator import Operator
 from hidet.graph.ops import arithmetic as ew
 from hidet.graph.ops.utils import input_node
 from hidet.graph.tensor import Tensor
-from hidet.ir.compute import compute, reduce
-from hidet.ir.expr import binary, convert, logical_and, select
+from hidet.ir.compute import compute, default_acc_dtype, reduce
+from hidet.ir.expr import binary, cast, convert, logical_and, select
 from hidet.ir.task import Task
 
 
@@ -152,6 +152,8 @@ class ConvTranspose2dOp(Operator):
         out_spatial = [(spatial[i] - 1) * stride[i] - 2 * padding[i] + dilation[i] * (kernel[i] - 1)
                        + output_padding[i] + 1 for i in range(2)]
 
+        acc = default_acc_dtype('sum', a.dtype)
+
         def element(nn, oo, oh, ow):
             def term(cc, k0, k1):
                 ic = (oo / og) * cg + cc
@@ -161,9 +163,12 @@ class ConvTranspose2dOp(Operator):
                     conds += [binary('>=', nums[i], 0), binary('==', nums[i] % stride[i], 0),
                               binary('<', nums[i] / stride[i], spatial[i])]
                 xv = a[(nn, ic, nums[0] / stride[0], nums[1] / stride[1])]
-                return select(logical_and(*conds), xv, convert(0, a.dtype)) * b[(ic, oo % og, k0, k1)]
+                # each product in the accumulator's dtype, as cuDNN's (a float16 product loses bits: the
+                # auto-scheduler, not a tensor-core template, runs this)
+                xv = select(logical_and(*conds), xv, convert(0, a.dtype))
+                return cast(xv, acc) * cast(b[(ic, oo % og, k0, k1)], acc)
 
-            return reduce([cg, kh, kw], term, 'sum')
+            return reduce([cg, kh, kw], term, 'sum', dtype=a.dtype)
 
         out = compute('y', [n, o] + out_spatial, element)
         attrs = {'stride': stride, 'padding': padding, 'output_padding': output_padding, 'dilation': dilation,

@@ -425,6 +425,12 @@ def cumprod(input: Tensor, dim, *, dtype=None, out=None):
 @register_function(torch.norm, torch.linalg.vector_norm)
 def norm(input: Tensor, p=2, dim=None, keepdim=False, *, dtype=None, out=None):
     x = as_float(input)
+    if x.dtype.name in ('float16', 'bfloat16'):  # as torch: computed in float32 (squares of 256 overflow float16)
+        return ops.cast(_norm(ops.cast(x, 'float32'), p, dim, keepdim), x.dtype)
+    return _norm(x, p, dim, keepdim)
+
+
+def _norm(x: Tensor, p, dim, keepdim) -> Tensor:
     if p in (2, 'fro', None):
         return ops.sqrt(ops.sum(ops.multiply(x, x), dims_arg(dim), keepdim))
     if p == 1:
