@@ -15,7 +15,7 @@ import torch
 
 import hidet
 from hidet import ops
-from hidet.kernels.matmul import MmaConfig, NotGemm, explain, find_matmul_template, match_gemm
+from hidet.kernels.matmul import MmaConfig, NotGemm, explain, find_matmul_template, match_gemm, operand_modes
 from hidet.kernels.matmul.mma import check_config
 from hidet.kernels.matmul.space import default_config, space
 from hidet.kernels import Template
@@ -644,3 +644,14 @@ def test_default_split_gives_every_split_k_tiles(wgmma):
     assert (spec.m, spec.n, spec.k) == (49, 512, 4608)
     cfg = default_config(spec, 132, wgmma=wgmma)
     assert cfg.split_k == 8 and not check_config(spec, cfg), cfg.name()
+
+
+def test_a_symbolic_batch_is_no_gemm():
+    """Batched products over a symbolic batch (attention's scores at dynamic shapes): NotGemm, said so, and no
+    operand modes for the fusion policy (the GEMM templates take a symbolic m only)."""
+    q = hidet.symbol(['b', 4, 16, 32], 'float16', 'cuda')
+    k = hidet.symbol(['b', 4, 32, 16], 'float16', 'cuda')
+    task = ops.matmul(q, k).trace[0].task
+    with pytest.raises(NotGemm, match='symbolic'):
+        match_gemm(task)
+    assert operand_modes(task) is None

@@ -614,7 +614,10 @@ def match_gemm(task: Task, operand_dtypes: Sequence[str] = MMA_DTYPES, fold_k: b
     n_var, n, n_fold = fold(n_axes, 'n')
     batch_vars = tuple(c_vars[i] for i in batch_axes)
     batch_shape = tuple(shape[i] for i in batch_axes)
-    if _numel(batch_shape) > MAX_GRID_YZ:
+    batch_numel = _numel(batch_shape)
+    if not isinstance(batch_numel, int):
+        raise NotGemm('the batch is symbolic (the templates take a symbolic m only)')
+    if batch_numel > MAX_GRID_YZ:
         raise NotGemm('the batch is too large for the grid')
     mma_dtype = fa.dtype
     a = _operand('a', fa, task, batch_vars, [(c_vars[i], shape[i]) for i in m_axes], m_var, m_fold, k_var, m, k,
