@@ -115,6 +115,16 @@ void bind_graph(py::module_& m) {
           py::arg("output_addrs"), py::arg("stream") = 0,
           "run()'s second half: copy the last launch's outputs out.")
       .def(
+          "copy_outputs_block",
+          [](const CudaGraph& cg, uintptr_t block, uintptr_t stream) {
+            nogil([&] {
+              return hidet_cuda_graph_copy_outputs_block(cg.handle, reinterpret_cast<void*>(block),
+                                                         reinterpret_cast<HidetStream>(stream));
+            });
+          },
+          py::arg("block_addr"), py::arg("stream") = 0,
+          "run()'s second half in one copy: the static outputs' block into the block at `block_addr`.")
+      .def(
           "output_layout",
           [](const CudaGraph& cg, int32_t num_outputs) {
             std::vector<uint64_t> offsets(num_outputs);
@@ -123,8 +133,7 @@ void bind_graph(py::module_& m) {
             return py::make_tuple(offsets, nbytes);
           },
           py::arg("num_outputs"),
-          "(each output's offset in the static outputs' block, the block's size): outputs laid out so in one "
-          "allocation are copied out with one copy.");
+          "(each output's offset in the static outputs' block, the block's size): copy_outputs_block.");
 
   py::class_<Graph, std::shared_ptr<Graph>>(m, "Graph", "A compiled graph (an artifact loaded by the C++ runtime).")
       .def_static(

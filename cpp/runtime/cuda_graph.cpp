@@ -44,8 +44,8 @@ CudaGraph::CudaGraph(std::shared_ptr<Graph> graph, const std::vector<int64_t>& s
     static_inputs_.push_back(Storage::allocate(device, plan.nbytes[io.tensor], s));
     in_ptrs.push_back(static_inputs_.back()->ptr());
   }
-  // The static outputs share one block (output_offsets()), so that outputs laid out the same way in one
-  // allocation are copied out with one copy.
+  // The static outputs share one block (output_offsets()), so that a caller can take them all with one copy
+  // (copy_outputs_block).
   uint64_t end = 0;
   for (const auto& io : m.outputs) {
     end = (end + kOutputAlign - 1) / kOutputAlign * kOutputAlign;
@@ -129,23 +129,23 @@ void CudaGraph::launch_locked(const void* const* inputs, void* stream) {
   launched_ = true;
 }
 
+void CudaGraph::copy_outputs_block(void* block, void* stream) {
+  HIDET_CHECK(block != nullptr || outputs_nbytes_ == 0, "the block to copy the outputs into is NULL");
+  cuda::set_device(graph_->device().index);
+  std::lock_guard<std::mutex> lock(mutex_);
+  HIDET_CHECK(launched_, "copy_outputs of a CUDA graph of ", graph_->source(),
+              " with no launch before it: call hidet_cuda_graph_launch first");
+  if (outputs_nbytes_ > 0) cuda::memcpy_async(block, static_outputs_->ptr(), outputs_nbytes_, stream);
+  cuda::event_record(done_event_, stream);
+  launched_ = false;
+}
+
 void CudaGraph::copy_outputs_locked(void* const* outputs, void* stream) {
   const artifact::Manifest& m = graph_->manifest();
-  const size_t n = output_offsets_.size();
-  bool packed = n > 1 && outputs[0] != nullptr;  // laid out as the static block, in one allocation
-  for (size_t i = 1; i < n && packed; ++i) {
-    packed = plan_->nbytes[m.outputs[i].tensor] == 0 ||
-             outputs[i] == static_cast<char*>(outputs[0]) + output_offsets_[i];
-  }
-  if (packed) {
-    cuda::memcpy_async(outputs[0], static_outputs_->ptr(), outputs_nbytes_, stream);
-  } else {
-    for (size_t i = 0; i < n; ++i) {
-      uint64_t nbytes = plan_->nbytes[m.outputs[i].tensor];
-      if (nbytes > 0) {
-        cuda::memcpy_async(outputs[i], static_cast<char*>(static_outputs_->ptr()) + output_offsets_[i], nbytes,
-                           stream);
-      }
+  for (size_t i = 0; i < output_offsets_.size(); ++i) {
+    uint64_t nbytes = plan_->nbytes[m.outputs[i].tensor];
+    if (nbytes > 0) {
+      cuda::memcpy_async(outputs[i], static_cast<char*>(static_outputs_->ptr()) + output_offsets_[i], nbytes, stream);
     }
   }
   cuda::event_record(done_event_, stream);

@@ -113,10 +113,11 @@ class CudaGraph {
   // run() in two halves (hidet_cuda_graph_launch): inputs in and the replay, then the copies out.
   void launch(const void* const* inputs, int32_t num_inputs, void* stream);
   void copy_outputs(void* const* outputs, int32_t num_outputs, void* stream);
+  // copy_outputs in one copy: the whole block of static outputs into `block` (output_offsets() in it).
+  void copy_outputs_block(void* block, void* stream);
   const Graph& graph() const { return *graph_; }
   const std::vector<int64_t>& symbols() const { return plan_->symbols; }
-  // Where each output sits in the static outputs' block, and the block's size: outputs that a caller lays
-  // out the same way in one allocation are copied out with one copy (the padding between them too).
+  // Where each output sits in the static outputs' block, and the block's size (copy_outputs_block).
   const std::vector<uint64_t>& output_offsets() const { return output_offsets_; }
   uint64_t outputs_nbytes() const { return outputs_nbytes_; }
   static constexpr uint64_t kOutputAlign = 256;

@@ -335,6 +335,13 @@ int hidet_cuda_graph_output_layout(HidetCudaGraphHandle cuda_graph, uint64_t* of
   API_END();
 }
 
+int hidet_cuda_graph_copy_outputs_block(HidetCudaGraphHandle cuda_graph, void* block, HidetStream stream) {
+  API_BEGIN();
+  CHECK_NOT_NULL(cuda_graph);
+  cuda_graph->cuda_graph->copy_outputs_block(block, stream);
+  API_END();
+}
+
 int hidet_cuda_graph_run_tensors(HidetCudaGraphHandle cuda_graph, const DLTensor* inputs, int32_t num_inputs,
                                  const DLTensor* outputs, int32_t num_outputs, HidetStream stream) {
   API_BEGIN();

@@ -155,14 +155,16 @@ TEST_F(GraphCuda, CudaGraphOutputsInOneBlock) {
   EXPECT_EQ(offsets[1], 256u);  // 256-byte aligned
   EXPECT_EQ(nbytes, 512u);
   EXPECT_EQ(hidet_cuda_graph_output_layout(cg, offsets, 1, &nbytes), -1);
-  // outputs at those offsets of one allocation: the same results (copied with one copy)
+  // the outputs copied into one block, each at its offset
   void* block = nullptr;
   ASSERT_EQ(hidet_alloc(kGpu, nbytes, stream_, &block), 0);
   std::vector<float> x = range(7.0f), out(128);
   ASSERT_EQ(hidet_memcpy(x_, x.data(), 256, stream_), 0);
   const void* inputs[] = {x_};
-  void* outputs[] = {block, static_cast<char*>(block) + offsets[1]};
-  ASSERT_EQ(hidet_cuda_graph_run(cg, inputs, 1, outputs, 2, stream_), 0) << hidet_get_last_error();
+  EXPECT_EQ(hidet_cuda_graph_copy_outputs_block(cg, block, stream_), -1);  // no launch before it
+  ASSERT_EQ(hidet_cuda_graph_launch(cg, inputs, 1, stream_), 0) << hidet_get_last_error();
+  EXPECT_EQ(hidet_cuda_graph_copy_outputs_block(cg, nullptr, stream_), -1);
+  ASSERT_EQ(hidet_cuda_graph_copy_outputs_block(cg, block, stream_), 0) << hidet_get_last_error();
   ASSERT_EQ(hidet_memcpy(out.data(), block, 512, stream_), 0);
   ASSERT_EQ(hidet_stream_synchronize(stream_), 0);
   EXPECT_EQ(std::vector<float>(out.begin(), out.begin() + 64), x);

@@ -178,25 +178,24 @@ class CompiledGraph:
                                  f'{self.device.kind}, got {dtype}{list(shape)} on {dev}')
         return addrs, is_torch, values
 
-    def _new_outputs(self, is_torch: bool, values: Dict[str, int], layout: Optional[Tuple[List[int], int]] = None
-                     ) -> list:
-        """Fresh outputs; ``layout`` (a CUDA graph's output_layout: offsets, size): torch outputs as views of one
-        allocation at those offsets, which the CUDA graph then copies out with one copy."""
+    def _new_outputs(self, is_torch: bool, values: Dict[str, int]) -> list:
         if is_torch:
             import torch
 
-            dev = 'cpu' if self.target == 'cpu' else f'cuda:{self.device.id}'
-            shapes = ([(sig.shape_at(values), getattr(torch, sig.dtype.name)) for sig in self.outputs]
-                      if self.symbols else self._torch_static()[1])
-            if layout is not None and len(shapes) > 1:
-                offsets, nbytes = layout
-                block = torch.empty(nbytes, dtype=torch.uint8, device=dev)
-                return [block[o:o + math.prod(shape) * dtype.itemsize].view(dtype).view(shape)
-                        for (shape, dtype), o in zip(shapes, offsets)]
-            return [torch.empty(shape, dtype=dtype, device=dev) for shape, dtype in shapes]
+            return [torch.empty(shape, dtype=dtype, device=self._torch_device())
+                    for shape, dtype in self._torch_output_shapes(values)]
         from hidet.graph.tensor import _empty
 
         return [_empty(list(sig.shape_at(values)), sig.dtype, self.device) for sig in self.outputs]
+
+    def _torch_device(self) -> str:
+        return 'cpu' if self.target == 'cpu' else f'cuda:{self.device.id}'
+
+    def _torch_output_shapes(self, values: Dict[str, int]) -> list:
+        import torch
+
+        return ([(sig.shape_at(values), getattr(torch, sig.dtype.name)) for sig in self.outputs]
+                if self.symbols else self._torch_static()[1])
 
     def _stream(self, inputs: Sequence, stream: Optional[int]) -> int:
         if stream is not None:
@@ -257,13 +256,27 @@ class CudaGraph:
 def _replay(handle, layout, lock: threading.Lock, graph: CompiledGraph, in_addrs: List[int], is_torch: bool,
             values: Dict[str, int], stream: int) -> list:
     """One replay of a captured CUDA graph: launched first, so that the outputs are allocated while the GPU
-    runs (GPT-2's 25 outputs cost about 200 µs of torch.empty on the host), then copied out, in one copy where
-    the outputs are views of one allocation laid out as the graph's static outputs (``layout``)."""
+    runs (GPT-2's 25 outputs cost about 200 µs of torch.empty on the host), then copied out; several torch
+    outputs are views of one allocation laid out as the graph's static outputs (``layout``), copied in one."""
     with lock:
         handle.launch(in_addrs, stream)
-        outputs = graph._new_outputs(is_torch, values, layout)
-        handle.copy_outputs([t.data_ptr() for t in outputs], stream)
+        if is_torch and len(graph.outputs) > 1:
+            block, outputs = _torch_outputs_in_one_block(graph, values, layout)
+            handle.copy_outputs_block(block.data_ptr(), stream)
+        else:
+            outputs = graph._new_outputs(is_torch, values)
+            handle.copy_outputs([t.data_ptr() for t in outputs], stream)
     return outputs
+
+
+def _torch_outputs_in_one_block(graph: CompiledGraph, values: Dict[str, int], layout: Tuple[List[int], int]):
+    """(one allocation, the outputs as views of it at a CUDA graph's output_layout offsets)."""
+    import torch
+
+    offsets, nbytes = layout
+    block = torch.empty(nbytes, dtype=torch.uint8, device=graph._torch_device())
+    return block, [block[o:o + math.prod(shape) * dtype.itemsize].view(dtype).view(shape)
+                   for (shape, dtype), o in zip(graph._torch_output_shapes(values), offsets)]
 
 
 class CudaGraphs:
