@@ -91,7 +91,8 @@ def scheduled(op):
 def norms() -> None:
     """Row-broadcast kernels (lowering.row_split) at transformer shapes against torch, as the auto-scheduler
     builds them (a block per row), with the block's threads for 1 to 16 of a row's elements each, and with a warp
-    per row (BLOCK_REDUCE_MIN_EXTENT raised for that build); kernel times from
+    per row (BLOCK_REDUCE_MIN_EXTENT raised for that build), and with float64 sums of float32 rows (as before
+    FLOAT64_SUM_MIN_EXTENT); kernel times from
     CUDA-graph replays (bench_matmul.graph_time), so host launches are not what is timed."""
     from bench_matmul import graph_time
 
@@ -108,9 +109,11 @@ def norms() -> None:
              ('rms_norm 128x2048', lambda x: ops.rms_norm(x, 2048, w2k), (128, 2048),
               lambda t: F.rms_norm(t, [2048], w2k.torch())),
              ('softmax 1536x128', lambda x: ops.softmax(x, -1), (1536, 128), lambda t: torch.softmax(t, -1))]
+    from hidet.graph.ops import reduce as reduce_ops
+
     per_thread = (1, 2, 4, 8, 16)  # auto.ROW_ELEMENTS_PER_THREAD: the block's threads
     print(f'{"case":24s} {"default µs":>10s} ' + ' '.join(f'{f"{e}/thread":>9s}' for e in per_thread)
-          + f' {"warp µs":>9s} {"torch µs":>9s}')
+          + f' {"warp µs":>9s} {"f64 acc":>9s} {"torch µs":>9s}')
     for name, build, shape, reference in cases:
         op = fused(build, shape)
         default = graph_time(scheduled(op), 20, 10)
@@ -128,9 +131,15 @@ def norms() -> None:
             warp = graph_time(scheduled(op), 20, 10)
         finally:
             auto.BLOCK_REDUCE_MIN_EXTENT, auto.WARP_ROWS_MIN = saved
+        saved = reduce_ops.FLOAT64_SUM_MIN_EXTENT
+        reduce_ops.FLOAT64_SUM_MIN_EXTENT = 0
+        try:
+            wide = graph_time(scheduled(fused(build, shape)), 20, 10)
+        finally:
+            reduce_ops.FLOAT64_SUM_MIN_EXTENT = saved
         t = op.inputs[0].torch()
         print(f'{name:24s} {default * 1e3:9.2f} ' + ' '.join(f'{v * 1e3:9.2f}' for v in variants)
-              + f' {warp * 1e3:9.2f} {graph_time(lambda: reference(t), 20, 10) * 1e3:9.2f}')
+              + f' {warp * 1e3:9.2f} {wide * 1e3:9.2f} {graph_time(lambda: reference(t), 20, 10) * 1e3:9.2f}')
 
 
 def attention() -> None:

@@ -13,6 +13,8 @@ from hidet.ir.compute import compute, default_acc_dtype, reduce
 from hidet.ir.expr import binary, call, cast, logical_and, logical_or, select
 from hidet.ir.task import Task
 
+FLOAT64_SUM_MIN_EXTENT = 4096  # float32 sums of at least this many elements accumulate in float64 (ReduceOp)
+
 Axes = Optional[Union[int, Sequence[int]]]
 
 
@@ -33,13 +35,23 @@ class ReduceOp(Operator):
                     idx.append(next(ri) if d in dims else next(ki))
                 return a[tuple(idx)]
 
-            # float32 sums accumulate in float64: as accurate as torch's cascaded sums, whatever the
-            # order the schedule adds in (memory-bound, so the wider accumulator costs nothing)
-            acc = 'float64' if kind in ('sum', 'mean') and a.dtype.name == 'float32' else None
-            return reduce([a.shape[d] for d in dims], value, kind, acc_dtype=acc)
+            # float32 sums of many elements accumulate in float64: as accurate as torch's cascaded sums,
+            # whatever the order the schedule adds in (memory-bound, so the wider accumulator costs nothing);
+            # shorter ones (a norm's row) in float32, as torch's, without float64 shuffles in their latency
+            extent = _numel([a.shape[d] for d in dims])
+            wide = kind in ('sum', 'mean') and a.dtype.name == 'float32' and not (
+                isinstance(extent, int) and extent < FLOAT64_SUM_MIN_EXTENT)
+            return reduce([a.shape[d] for d in dims], value, kind, acc_dtype='float64' if wide else None)
 
         out = compute('y', out_shape, element)
         super().__init__([x], {'axes': dims, 'keepdim': keepdim, 'kind': kind}, Task(f'reduce_{kind}', [a], [out]))
+
+
+def _numel(shape):
+    n = 1
+    for d in shape:
+        n = n * d
+    return n
 
 
 def _reduce(x: Tensor, axes: Axes, keepdim: bool, kind: str) -> Tensor:
