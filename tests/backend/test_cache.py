@@ -176,3 +176,26 @@ def test_status_and_clear(cache_dir):
     assert cache.status()['entries'] == 0
     with pytest.raises(ValueError, match='unknown cache kind'):
         cache.clear('everything')
+
+
+def test_cpu_kernels_read_a_precompiled_header(cache_dir):
+    """g++ kernels include hidet/kernel/cpu.h first; it is precompiled once per toolchain into the cache and read
+    from there (half of a small kernel's build was parsing it); a header that fails to build is a warning, and
+    kernels then parse the header as before."""
+    from dataclasses import replace
+
+    from hidet.backend.compiler import precompiles_headers, toolchain
+
+    tc = toolchain('cpu')
+    if not precompiles_headers(tc):
+        pytest.skip('the C++ compiler is not GCC')
+    x = hidet.randn([4, 9])
+    np.testing.assert_allclose((hidet.ops.exp(x) + 1.0).numpy(), np.exp(x.numpy()) + 1.0, rtol=1e-5)
+    root = cache.precompiled_header_dir(tc, hidet.option.current())
+    gch = os.path.join(root, 'hidet', 'kernel', 'cpu.h.gch')
+    assert root.startswith(str(cache_dir / 'kernels' / 'pch')) and os.path.getsize(gch) > 0
+    built = os.path.getmtime(gch)
+    assert cache.precompiled_header_dir(tc, hidet.option.current()) == root and os.path.getmtime(gch) == built
+    assert cache.status('kernels')['entries'] == 2  # exp, then add (run one by one); the header is no entry
+    broken = replace(tc, flags=tc.flags + ('-fno-such-flag',))
+    assert cache.precompiled_header_dir(broken, hidet.option.current()) is None

@@ -26,7 +26,8 @@ from hidet.option import Options
 from hidet.utils import logs
 from hidet.version import __version__
 
-from .compiler import Toolchain, compile_library, toolchain, version_line
+from .compiler import (PRECOMPILED_HEADER, CompilationError, Toolchain, compile_library, compile_precompiled_header,
+                       precompiles_headers, toolchain, version_line)
 
 KINDS = ('kernels', 'tuning')  # compiled graphs will join
 LIBRARY = 'lib.so'
@@ -64,6 +65,34 @@ def _write_atomic(path: str, text: str) -> None:
     os.replace(tmp, path)
 
 
+def precompiled_header_dir(tc: Toolchain, options: Options) -> Optional[str]:
+    """The directory holding ``tc``'s precompiled PRECOMPILED_HEADER (``<cache_dir>/kernels/pch/<toolchain digest>``),
+    built on first use; None where ``tc`` takes none, or it failed to build (a warning: kernels then parse the
+    header, as without one)."""
+    if not precompiles_headers(tc) or options.debug_keep_source:
+        return None
+    root = os.path.join(options.cache_dir, 'kernels', 'pch', hashlib.sha256(tc.key().encode()).hexdigest()[:24])
+    gch = os.path.join(root, PRECOMPILED_HEADER + '.gch')
+    failed = os.path.join(root, 'failed')
+    if os.path.exists(gch):
+        return root
+    os.makedirs(os.path.dirname(gch), exist_ok=True)
+    with _locked(os.path.join(root, 'lock')):
+        if not os.path.exists(gch) and not os.path.exists(failed):
+            tmp = f'{gch}.tmp{os.getpid()}-{threading.get_ident()}'
+            try:
+                compile_precompiled_header(tc, tmp)
+                os.replace(tmp, gch)
+            except CompilationError as e:
+                logs.logger('build').warning('the precompiled header failed to build; kernels parse the header '
+                                             'instead:\n%s', e)
+                _write_atomic(failed, str(e))
+            finally:
+                if os.path.exists(tmp):
+                    os.remove(tmp)
+    return root if os.path.exists(gch) else None
+
+
 def _build_entry(source: str, name: str, tc: Toolchain, key: str, options: Options) -> str:
     """Compile one entry unless another process or thread did meanwhile; return its library path."""
     directory = entry_dir(key, options)
@@ -77,7 +106,7 @@ def _build_entry(source: str, name: str, tc: Toolchain, key: str, options: Optio
         tmp = f'{lib}.tmp{os.getpid()}-{threading.get_ident()}'
         start = time.perf_counter()
         try:
-            compile_library(tc, src, tmp, options)
+            compile_library(tc, src, tmp, options, header_dir=precompiled_header_dir(tc, options))
             os.replace(tmp, lib)
         finally:
             if os.path.exists(tmp):

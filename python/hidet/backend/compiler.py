@@ -242,14 +242,43 @@ def toolchain(target: str, options: Optional[Options] = None) -> Toolchain:
     raise ValueError(f'unknown target {target!r}: expected one of {TARGETS}')
 
 
-def compile_library(tc: Toolchain, source_path: str, output_path: str, options: Optional[Options] = None) -> None:
+# Every CPU kernel's source includes this header first, so g++ can read it precompiled: parsing it (<string>,
+# <cmath>) was half of a small kernel's build (0.79 s against 0.39 s with the precompiled header, 2 cores)
+PRECOMPILED_HEADER = os.path.join('hidet', 'kernel', 'cpu.h')
+
+
+def precompiles_headers(tc: Toolchain) -> bool:
+    """Whether ``tc`` builds CPU kernels with GCC (whose precompiled headers are found beside the header by name;
+    its --version names the Free Software Foundation, clang's does not)."""
+    return tc.target == 'cpu' and 'Free Software Foundation' in tc.version
+
+
+def compile_precompiled_header(tc: Toolchain, output_path: str) -> None:
+    """PRECOMPILED_HEADER compiled with ``tc``'s flags into ``output_path`` (a .gch file); g++ uses it for a
+    kernel only where the flags match, and reads the header itself otherwise."""
+    flags = [f for f in tc.flags if f != '-shared']
+    command = [*tc.compiler, *flags, '-x', 'c++-header', os.path.join(include_dir(), PRECOMPILED_HEADER),
+               '-o', output_path]
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, errors='replace')
+    except OSError as e:
+        raise CompilationError(command, str(e), PRECOMPILED_HEADER) from e
+    if done.returncode != 0:
+        raise CompilationError(command, done.stderr + done.stdout, PRECOMPILED_HEADER)
+
+
+def compile_library(tc: Toolchain, source_path: str, output_path: str, options: Optional[Options] = None,
+                    header_dir: Optional[str] = None) -> None:
     """Compile ``source_path`` into the shared library ``output_path``; raise CompilationError on failure.
+    ``header_dir``: a directory searched for includes first (the precompiled header's: cache.py).
 
     With options.debug_keep_source, the compilers' intermediate files (PTX, cubin, preprocessed source)
     are kept in ``intermediates/`` beside the source."""
     options = options or option.current()
     source_path, output_path = os.path.abspath(source_path), os.path.abspath(output_path)
     command, cwd = tc.command(source_path, output_path), None
+    if header_dir is not None:
+        command[len(tc.compiler):len(tc.compiler)] = ['-I', header_dir]
     if options.debug_keep_source:
         cwd = os.path.join(os.path.dirname(output_path), 'intermediates')
         os.makedirs(cwd, exist_ok=True)
