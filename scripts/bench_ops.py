@@ -96,6 +96,7 @@ def norms() -> None:
     CUDA-graph replays (bench_matmul.graph_time), so host launches are not what is timed."""
     from bench_matmul import graph_time
 
+    from hidet.graph.ops import reduce as reduce_ops
     from hidet.ir.schedulers import auto
 
     w = hidet.from_torch(torch.rand(768, device='cuda', dtype=torch.float16) + 0.5)
@@ -109,8 +110,6 @@ def norms() -> None:
              ('rms_norm 128x2048', lambda x: ops.rms_norm(x, 2048, w2k), (128, 2048),
               lambda t: F.rms_norm(t, [2048], w2k.torch())),
              ('softmax 1536x128', lambda x: ops.softmax(x, -1), (1536, 128), lambda t: torch.softmax(t, -1))]
-    from hidet.graph.ops import reduce as reduce_ops
-
     per_thread = (1, 2, 4, 8, 16)  # auto.ROW_ELEMENTS_PER_THREAD: the block's threads
     print(f'{"case":24s} {"default µs":>10s} ' + ' '.join(f'{f"{e}/thread":>9s}' for e in per_thread)
           + f' {"warp µs":>9s} {"f64 acc":>9s} {"torch µs":>9s}')
