@@ -73,6 +73,16 @@ class FuseOperators(GraphPass):
             readers.discard(id(group))
             return readers
 
+        # _prologue_ok's verdicts by (producer, its size, consumer, its size): the sweeps ask again after every
+        # merge into the consumer, and the answer (two GEMM matchings) only changes when either group grows
+        prologue_verdicts: Dict[tuple, bool] = {}
+
+        def prologue_ok(producer: _Group, consumer: _Group) -> bool:
+            key = (producer, len(producer.members), consumer, len(consumer.members))
+            if key not in prologue_verdicts:
+                prologue_verdicts[key] = _prologue_ok(producer, consumer)
+            return prologue_verdicts[key]
+
         def try_merge(producer: _Group, consumer: _Group) -> bool:
             if producer is consumer or readers_outside(producer) != {id(consumer)}:
                 return False
@@ -86,7 +96,7 @@ class FuseOperators(GraphPass):
                 return False
             elif producer.anchors and _widens_for_a_reduction(producer, consumer, users, graph_outputs):
                 return False
-            elif consumer.anchors and not producer.anchors and not _prologue_ok(producer, consumer):
+            elif consumer.anchors and not producer.anchors and not prologue_ok(producer, consumer):
                 return False
             consumer.members = producer.members + consumer.members
             consumer.positions = producer.positions + consumer.positions
