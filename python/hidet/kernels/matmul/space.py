@@ -115,30 +115,23 @@ def _wg_default(spec: GemmSpec, sms: int):
     if any(op.gather is not None and op.gather.window is not None for op in (spec.a, spec.b)):
         # a convolution (resnet50's 3x3 layers at batch 32 on the H100, level 0 against the best of level 2)
         bn = min(256, _pow2_ceil(spec.n))
-        if not tma_unsupported(spec):
-            # im2col TMA copies (channels a multiple of 64), no split-k: 64 channels, 128 x 64 tiles of 3 stages
-            # where they fill two waves (56x56x64: 0.84x cuDNN, the best of level 2); 128 channels, 64 x 128
-            # (28x28x128: 0.88x, the best); 256 and more, 128 x 128 tiles of 4 stages where they keep half the
-            # SMs busy (14x14x256: 0.99x; the best 1.02x), else 64 x 128 (7x7x512: 0.83x, the best). Under half a
-            # wave of 64-row tiles (resnet18 at batch 1), 64 x 64 tiles split along k: the best of level 2 at
-            # 28x28x128 (6.9 µs against 8.8 for 64 x 128 split 4) and 14x14x256 (8.5 against 11.3)
-            if bn >= 256 and _tiles(spec, 128, 128) >= sms // 2:
-                return replace(wg_config(spec, 128, 128, 128, sms, stages=4), tma=True)
-            if bn == 64 and _tiles(spec, 128, 64) >= 2 * sms:
-                return replace(wg_config(spec, 128, 64, 64, sms, stages=3), tma=True)
-            if _tiles(spec, 64, min(bn, 128)) < sms // 2:  # under half a wave (batch 1): 64 x 64 tiles, split
-                return replace(wg_config(spec, 64, 64, 64, sms, stages=4), tma=True)
-            return replace(wg_config(spec, 64, min(bn, 128), min(bn, 128), sms, stages=3), tma=True)
-        # cp.async: 64 x 64 channels, 128 x 64 tiles of 3 stages where they fill two waves (0.83x cuDNN, as
-        # level 2; 64 x 64: 0.75x); 128 channels, 64 x 128 (0.85x, as level 2); 256 and more, 128 x 128 tiles of
-        # 4 stages with the default split (14x14x256: 0.77x, 64 x 256 in 3 stages 0.69x; 7x7x512: split 2, 0.62x)
+        # The same tiles whether the input is copied by TMA's im2col (channels a multiple of 64) or by cp.async,
+        # split along k as default_split says. 64 channels: 128 x 64 tiles of 3 stages where they fill two waves
+        # (56x56x64: TMA 0.84x cuDNN, the best of level 2; cp.async 0.83x, as level 2, 64 x 64: 0.75x).
+        # 128 channels: 64 x 128 (28x28x128: TMA 0.88x, the best; cp.async 0.85x, as level 2). 256 and more:
+        # 128 x 128 tiles of 4 stages where they keep half the SMs busy (14x14x256: TMA 0.99x, the best 1.02x;
+        # cp.async 0.77x, 64 x 256 in 3 stages 0.69x), else 64 x 128 (7x7x512: TMA 0.83x, the best). Under half
+        # a wave of 64-row tiles (resnet18 at batch 1), 64 x 64 tiles split along k: the best of level 2 at
+        # 28x28x128 (6.9 µs against 8.8 for 64 x 128 split 4) and 14x14x256 (8.5 against 11.3)
         if bn >= 256 and _tiles(spec, 128, 128) >= sms // 2:
-            return wg_config(spec, 128, 128, 128, sms, stages=4)
-        if bn == 64 and _tiles(spec, 128, 64) >= 2 * sms:
-            return wg_config(spec, 128, 64, 64, sms, stages=3)
-        if _tiles(spec, 64, min(bn, 128)) < sms // 2:
-            return wg_config(spec, 64, 64, 64, sms, stages=4)
-        return wg_config(spec, 64, min(bn, 128), min(bn, 128), sms, stages=3)
+            cfg = wg_config(spec, 128, 128, 128, sms, stages=4)
+        elif bn == 64 and _tiles(spec, 128, 64) >= 2 * sms:
+            cfg = wg_config(spec, 128, 64, 64, sms, stages=3)
+        elif _tiles(spec, 64, min(bn, 128)) < sms // 2:
+            cfg = wg_config(spec, 64, 64, 64, sms, stages=4)
+        else:
+            cfg = wg_config(spec, 64, min(bn, 128), min(bn, 128), sms, stages=3)
+        return cfg if tma_unsupported(spec) else replace(cfg, tma=True)
     return _wg_dense_default(spec, sms)
 
 
