@@ -8,7 +8,7 @@ from hidet.graph.operator import Operator
 from hidet.graph.ops import arithmetic as ew
 from hidet.graph.ops.reshape import reshape
 from hidet.graph.ops.utils import input_node, normalize_axes, normalize_axis
-from hidet.graph.tensor import Tensor
+from hidet.graph.tensor import Tensor, _numel
 from hidet.ir.compute import compute, default_acc_dtype, reduce
 from hidet.ir.expr import binary, call, cast, logical_and, logical_or, select
 from hidet.ir.task import Task
@@ -45,13 +45,6 @@ class ReduceOp(Operator):
 
         out = compute('y', out_shape, element)
         super().__init__([x], {'axes': dims, 'keepdim': keepdim, 'kind': kind}, Task(f'reduce_{kind}', [a], [out]))
-
-
-def _numel(shape):
-    n = 1
-    for d in shape:
-        n = n * d
-    return n
 
 
 def _reduce(x: Tensor, axes: Axes, keepdim: bool, kind: str) -> Tensor:
