@@ -21,6 +21,7 @@ from typing import List, Optional, Sequence, Union
 from hidet.graph.operator import Operator
 from hidet.graph.ops import arithmetic as ew
 from hidet.graph.ops.creation import full
+from hidet.graph.ops.indexing import check_index_into_empty
 from hidet.graph.ops.reshape import reshape
 from hidet.graph.ops.scatter import index_copy, index_fill, scatter_nd
 from hidet.graph.ops.transform import broadcast, concat, permute
@@ -213,10 +214,7 @@ def index_put(x: Tensor, indices: Sequence[Optional[Tensor]], values: Union[Tens
     for d, k in tensors:
         if not k.dtype.is_integer():
             raise IndexError(f'index_put: tensors used as indices must be integer or bool, got {k.dtype}')
-    for d, k in tensors:
-        if isinstance(k.numel(), int) and k.numel() > 0 and isinstance(x.shape[d], int) and x.shape[d] == 0:
-            raise IndexError(f'index_put: cannot index dimension {d} of size 0 of {x.shape} (every index is out '
-                             f'of range)')
+        check_index_into_empty('index_put', k, x.shape[d], d)
     dims = [d for d, _ in tensors]
     lead = list(broadcast_shapes('index_put', *(k.shape for _, k in tensors)))
     others = [d for d in range(x.ndim) if d not in dims]

@@ -36,13 +36,20 @@ def _check_index_dtype(op: str, index: Tensor) -> None:
         raise TypeError(f'{op}: the index tensor must have an integer dtype, got {index.dtype.name}')
 
 
+def check_index_into_empty(op: str, index: Tensor, extent, axis: int) -> None:
+    """Raise IndexError where an index tensor of at least one element indexes dimension ``axis`` of size
+    ``extent`` 0: every index is out of range (torch raises too)."""
+    n = index.numel()
+    if isinstance(n, int) and n > 0 and isinstance(extent, int) and extent == 0:
+        raise IndexError(f'{op}: cannot index dimension {axis} of size 0 (every index is out of range)')
+
+
 def _check_index_range(op: str, index: Tensor, extent: int, axis: int) -> None:
     """Raise IndexError for an index outside ``[-extent, extent)`` where that is cheap to find out: for
     any index into an empty dimension, and for the values of index tensors in host memory."""
     if index.numel() == 0:
         return
-    if extent == 0:
-        raise IndexError(f'{op}: cannot index dimension {axis} of size 0 (every index is out of range)')
+    check_index_into_empty(op, index, extent, axis)
     if index.is_symbolic() or not index.device.is_cpu():
         return  # on the GPU the kernel clamps instead (see the module's docstring)
     import numpy as np

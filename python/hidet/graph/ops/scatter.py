@@ -15,6 +15,7 @@ from typing import List, Sequence
 
 from hidet.graph.operator import Operator
 from hidet.graph.ops import arithmetic as ew
+from hidet.graph.ops.indexing import check_index_into_empty
 from hidet.graph.ops.utils import input_node, normalize_axis
 from hidet.graph.tensor import Tensor, _numel
 from hidet.ir.compute import compute, default_acc_dtype, reduce
@@ -93,10 +94,7 @@ def scatter_elements(data: Tensor, axis: int, index: Tensor, src, reduce: str = 
     if index.ndim != data.ndim or any(i > d for k, (i, d) in enumerate(zip(index.shape, data.shape)) if k != axis):
         raise ValueError(f'scatter: index {index.shape} must have the dimensions of data {data.shape}, no larger '
                          f'(but along axis {axis})')
-    if isinstance(index.numel(), int) and index.numel() > 0 and isinstance(data.shape[axis], int) and \
-            data.shape[axis] == 0:  # (torch raises too)
-        raise IndexError(f'scatter: cannot index dimension {axis} of size 0 of {data.shape} (every index is out '
-                         f'of range)')
+    check_index_into_empty('scatter', index, data.shape[axis], axis)
     if not isinstance(src, Tensor):
         from hidet.graph.ops.creation import full
 
