@@ -38,8 +38,8 @@ from hidet.ir.dtypes import boolean, int64
 from hidet.ir.expr import Expr, TensorElement, Var, binary, call, convert, is_static, logical_and, minimum
 from hidet.ir.functors import collect, inline_computes, substitute
 from hidet.ir.schedulers.analysis import depends_on, linear
-from hidet.ir.schedulers.lowering import (CUDA_BLOCK, CUDA_MAX_GRID, Lowering, flat_index, grid_size, prod, row_split,
-                                          top_reduces, unflatten)
+from hidet.ir.schedulers.lowering import (CUDA_BLOCK, CUDA_MAX_GRID, Lowering, flat_index, grid_size, pow2_ceil, prod,
+                                          row_split, top_reduces, unflatten)
 from hidet.ir.stmt import Declare, For, Function, If, IRModule, Seq, Stmt, Store
 from hidet.ir.task import Task
 
@@ -59,13 +59,6 @@ COLUMN_MIN_BLOCKS = 264  # two blocks per SM of an H100
 # 1536 x 128 softmax 2.3 against 3.3)
 ROW_ELEMENTS_PER_THREAD = 4
 WARP_ROWS_MIN, WARP_ROWS_MAX_EXTENT = 1024, 1024
-
-
-def _pow2_ceil(x: int) -> int:
-    p = 1
-    while p < x:
-        p *= 2
-    return p
 
 
 def _pow2_floor(x: int) -> int:
@@ -153,7 +146,7 @@ def _cuda_row_broadcast(name: str, params: List[Var], out_param: Var, value: Exp
     if is_static(rows) and rows >= WARP_ROWS_MIN and _static_size(longest) <= WARP_ROWS_MAX_EXTENT:
         mode = 'warp'  # rows enough for a warp each to fill the GPU
     # a row's threads: about ROW_ELEMENTS_PER_THREAD elements each
-    threads = min(CUDA_BLOCK, max(32, _pow2_ceil(-(-_static_size(longest) // ROW_ELEMENTS_PER_THREAD))))
+    threads = min(CUDA_BLOCK, max(32, pow2_ceil(-(-_static_size(longest) // ROW_ELEMENTS_PER_THREAD))))
     lowering = Lowering(lowering.params, block_threads=threads)
     row, j = Var('row', int64), Var('j', int64)
     at_row, element_value = _row_values(value, axes, shape, p, row, j)

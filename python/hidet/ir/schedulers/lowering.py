@@ -36,6 +36,14 @@ def prod(xs: Sequence[int]) -> int:
     return n
 
 
+def pow2_ceil(x: int) -> int:
+    """The least power of two at least ``x`` (1 for x <= 1)."""
+    p = 1
+    while p < x:
+        p *= 2
+    return p
+
+
 def grid_size(numel, per_block: int):
     """Blocks of a grid-stride loop over ``numel`` items, ``per_block`` per block: one block per
     ``per_block`` items, at most CUDA_MAX_GRID, at least one; an expression of the dims where ``numel`` is

@@ -6,6 +6,8 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import List, Tuple
 
+from hidet.ir.schedulers.lowering import pow2_ceil
+
 from .mma import MAX_SMEM, WG_BK, MmaConfig, check_config, smem_bytes, tiles
 from .tma import tma_unsupported
 from .spec import GemmSpec
@@ -38,16 +40,9 @@ def sm_count() -> int:
     return DEFAULT_SMS
 
 
-def _pow2_ceil(x: int) -> int:
-    p = 1
-    while p < x:
-        p *= 2
-    return p
-
-
 def _fits(spec: GemmSpec, bm: int, bn: int) -> bool:
     """Tiles no larger than the problem needs (rounded up to a power of two)."""
-    return bm <= max(16, _pow2_ceil(spec.m)) and bn <= max(16, _pow2_ceil(spec.n))
+    return bm <= max(16, pow2_ceil(spec.m)) and bn <= max(16, pow2_ceil(spec.n))
 
 
 def _k_tiles(spec: GemmSpec, bk: int) -> int:
@@ -114,7 +109,7 @@ def _wg_default(spec: GemmSpec, sms: int):
         return None
     if any(op.gather is not None and op.gather.window is not None for op in (spec.a, spec.b)):
         # a convolution (resnet50's 3x3 layers at batch 32 on the H100, level 0 against the best of level 2)
-        bn = min(256, _pow2_ceil(spec.n))
+        bn = min(256, pow2_ceil(spec.n))
         # The same tiles whether the input is copied by TMA's im2col (channels a multiple of 64) or by cp.async,
         # split along k as default_split says. 64 channels: 128 x 64 tiles of 3 stages where they fill two waves
         # (56x56x64: TMA 0.84x cuDNN, the best of level 2; cp.async 0.83x, as level 2, 64 x 64: 0.75x).
