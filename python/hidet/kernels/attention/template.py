@@ -1,10 +1,10 @@
 """Templates of the attention task (hidet/graph/ops/attention.py), in Hidet Script.
 
-- CUDA, fp16 / bf16 with head sizes that are multiples of 16 up to 128 and static lengths: the tensor-core
-  kernel of mma.py.
+- CUDA, fp16 / bf16 with head sizes that are multiples of 16 up to 128: the tensor-core kernel of mma.py
+  (static or symbolic batch and sequence lengths).
 - CPU (float32 arithmetic): OpenMP over (batch, query row); a row's scores go to a stack buffer of Sk floats,
   then the softmax and the weighted sum of v's rows.
-- CUDA otherwise, and at symbolic lengths (float32 arithmetic): a warp per query row, ``rows`` rows per
+- CUDA otherwise (float32 arithmetic): a warp per query row, ``rows`` rows per
   block. The block walks the keys in tiles of 32: it stages the tile of k and v in shared memory (as
   float32), each lane scores one key of the tile, and the warp updates its running maximum, running sum and
   output accumulators (lane c holds output columns c, c + 32, ...) online, so the scores never reach memory.
