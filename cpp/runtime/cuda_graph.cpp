@@ -112,8 +112,7 @@ void CudaGraph::copy_outputs(void* const* outputs, int32_t num_outputs, void* st
   graph_->check_outputs(outputs, num_outputs, *plan_);
   cuda::set_device(graph_->device().index);
   std::lock_guard<std::mutex> lock(mutex_);
-  HIDET_CHECK(launched_, "copy_outputs of a CUDA graph of ", graph_->source(),
-              " with no launch before it: call hidet_cuda_graph_launch first");
+  require_launch();
   copy_outputs_locked(outputs, stream);
 }
 
@@ -133,11 +132,9 @@ void CudaGraph::copy_outputs_block(void* block, void* stream) {
   HIDET_CHECK(block != nullptr || outputs_nbytes_ == 0, "the block to copy the outputs into is NULL");
   cuda::set_device(graph_->device().index);
   std::lock_guard<std::mutex> lock(mutex_);
-  HIDET_CHECK(launched_, "copy_outputs of a CUDA graph of ", graph_->source(),
-              " with no launch before it: call hidet_cuda_graph_launch first");
+  require_launch();
   if (outputs_nbytes_ > 0) cuda::memcpy_async(block, static_outputs_->ptr(), outputs_nbytes_, stream);
-  cuda::event_record(done_event_, stream);
-  launched_ = false;
+  copies_enqueued(stream);
 }
 
 void CudaGraph::copy_outputs_locked(void* const* outputs, void* stream) {
@@ -148,7 +145,16 @@ void CudaGraph::copy_outputs_locked(void* const* outputs, void* stream) {
       cuda::memcpy_async(outputs[i], static_cast<char*>(static_outputs_->ptr()) + output_offsets_[i], nbytes, stream);
     }
   }
-  cuda::event_record(done_event_, stream);
+  copies_enqueued(stream);
+}
+
+void CudaGraph::require_launch() const {
+  HIDET_CHECK(launched_, "copy_outputs of a CUDA graph of ", graph_->source(),
+              " with no launch before it: call hidet_cuda_graph_launch first");
+}
+
+void CudaGraph::copies_enqueued(void* stream) {
+  cuda::event_record(done_event_, stream);  // the next launch waits for it
   launched_ = false;
 }
 

@@ -138,6 +138,8 @@ class CudaGraph {
 
   void launch_locked(const void* const* inputs, void* stream);
   void copy_outputs_locked(void* const* outputs, void* stream);
+  void require_launch() const;          // (under mutex_) a launch is waiting for its copies out
+  void copies_enqueued(void* stream);   // (under mutex_) after the copies out of a launch
 };
 
 }  // namespace hidet
