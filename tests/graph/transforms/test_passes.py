@@ -93,6 +93,31 @@ def test_fold_conv_batch_norm():
     assert _names(hidet.graph.optimize(hidet.trace_from(y, [x]))) == ['Fused[Conv2d, Add, Relu]']
 
 
+def test_fold_conv_batch_norm_through_float32_casts():
+    """A float16 model's batch norm computes in float32 between two casts (as torch's): the chain still folds,
+    into float16 weights and shift, and agrees with the unfolded graph within float16's rounding."""
+    x = hidet.symbol([2, 8, 6, 6], dtype='float16')
+    w = hidet.from_torch(torch.randn(16, 8, 3, 3).half())
+    mean, var = hidet.from_torch(torch.randn(16).half()), hidet.from_torch((torch.rand(16) + 0.3).half())
+    gamma, beta = hidet.from_torch((torch.rand(16) + 0.5).half()), hidet.from_torch(torch.randn(16).half())
+    y = ops.relu(ops.batch_norm(ops.conv2d(x, w, padding=1), mean, var, gamma, beta) * 0.5)
+    g = FoldConstants()(hidet.trace_from(y, [x]), PassContext())
+    assert 'CastF32' in _names(g)
+    folded = FoldConvBatchNorm()(g, PassContext())
+    assert _names(folded) == ['Conv2d', 'Add', 'Relu']
+    assert all(t.dtype.name == 'float16' for n in folded.nodes for t in n.inputs + n.outputs)
+    xv = hidet.from_torch(torch.randn(2, 8, 6, 6).half())
+    want, got = g(xv).torch().float(), folded(xv).torch().float()
+    assert (got - want).abs().max() <= 2e-3 * want.abs().max()
+
+
+def test_fold_conv_batch_norm_chain_of_casts_alone_is_kept():
+    x = hidet.symbol([1, 3, 6, 6], dtype='float16')
+    w = hidet.from_torch(torch.randn(4, 3, 3, 3).half())
+    g = hidet.trace_from(ops.cast(ops.conv2d(x, w, padding=1), 'float32'), [x])
+    assert _names(FoldConvBatchNorm()(g, PassContext())) == _names(g)
+
+
 def test_fold_conv_batch_norm_keeps_scales_past_the_dtype_range():
     """Two float16 scales of 300 fold into weights of ~9e4, past float16's 65504: the chain is kept."""
     x = hidet.symbol([1, 3, 6, 6], dtype='float16')

@@ -4,6 +4,9 @@ std, scale, shift) becomes one convolution with scaled weights plus one per-chan
 
     y = (conv(x, W) + b - mean) * inv_std * gamma + beta   →   conv(x, W * s) + t
 
+The chain may widen the convolution's result to another float type and narrow it back (a float16 model's
+batch norm computes in float32, as torch's): a cast is the identity step of the chain. The folded weights
+and shift keep the convolution's dtype; where the chain ends in another dtype, the add is cast to it.
 The chain is folded while each op's result has a single reader; after it the fusion pass turns the
 convolution and its add (and any activation) into one kernel.
 """
@@ -16,7 +19,7 @@ import numpy as np
 from hidet.graph.flow_graph import FlowGraph
 from hidet.graph.operator import Operator
 from hidet.graph.ops import arithmetic as ew
-from hidet.graph.ops.arithmetic import BinaryElementwiseOp
+from hidet.graph.ops.arithmetic import BinaryElementwiseOp, UnaryElementwiseOp
 from hidet.graph.ops.conv import ConvOp
 from hidet.graph.tensor import Tensor, _from_host_values, _host_values
 from hidet.graph.transforms.base import GraphPass, rewrite_graph
@@ -37,22 +40,23 @@ class FoldConvBatchNorm(GraphPass):
                 continue
             channels = node.outputs[0].shape[1]
             scale, shift = np.ones(channels, np.float64), np.zeros(channels, np.float64)
-            current, end = node.outputs[0], None
+            current, end, affine = node.outputs[0], None, False
             while id(current) not in outputs and len(users.get(id(current), [])) == 1:
                 step = _affine_step(users[id(current)][0], current, channels)
                 if step is None:
                     break
                 op, c, nxt = step
+                affine = affine or op != 'cast'
                 if op == 'add':
                     shift += c
                 elif op == 'subtract':
                     shift -= c
                 elif op == 'multiply':
                     scale, shift = scale * c, shift * c
-                else:
+                elif op == 'divide':
                     scale, shift = scale / c, shift / c
                 current, end = nxt.outputs[0], nxt
-            if end is not None:
+            if affine:  # (casts alone are no batch norm)
                 plans[id(end)] = (node, scale, shift)
 
         convs = {id(conv) for conv, _, _ in plans.values()}
@@ -76,7 +80,7 @@ class FoldConvBatchNorm(GraphPass):
             conv_out = conv.clone([x, new_w]).outputs[0]
             t = _from_host_values(shift.reshape([-1] + [1] * (conv_out.ndim - 2)).astype(w.dtype.np_dtype),
                                   w.dtype, w.device)
-            return [ew.add(conv_out, t)]
+            return [ew.cast_(ew.add(conv_out, t), node.outputs[0].dtype)]
 
         return rewrite_graph(graph, fold)
 
@@ -87,7 +91,10 @@ def _fits(values: np.ndarray, dtype) -> bool:
 
 
 def _affine_step(user: Operator, current: Tensor, channels: int) -> Optional[Tuple[str, np.ndarray, Operator]]:
-    """(op, per-channel constant, user) when ``user`` is ``current`` ∘ constant, constant per channel."""
+    """(op, per-channel constant, user) when ``user`` is ``current`` ∘ constant, constant per channel; ('cast',
+    None, user) when ``user`` casts ``current`` to another float type."""
+    if isinstance(user, UnaryElementwiseOp):
+        return _unary_step(user, current, channels)
     if not isinstance(user, BinaryElementwiseOp) or user.attrs.get('op') not in _FOLDABLE:
         return None
     op = user.attrs['op']
@@ -101,6 +108,19 @@ def _affine_step(user: Operator, current: Tensor, channels: int) -> Optional[Tup
         return None
     values = _per_channel(_host_values(const).astype(np.float64), current.ndim, channels)
     return None if values is None else (op, values, user)
+
+
+def _unary_step(user: Operator, current: Tensor, channels: int) -> Optional[Tuple[str, np.ndarray, Operator]]:
+    """A cast between float types, or ``current`` ∘ a Python scalar (x + c, x - c, x * c, x / c, c + x, c * x)."""
+    op, out = user.attrs['op'], user.outputs[0]
+    if op.startswith('cast_'):
+        return ('cast', None, user) if out.dtype.is_float() and out.dtype.name != 'bfloat16' else None
+    scalar = user.attrs.get('scalar')
+    if op not in _FOLDABLE or isinstance(scalar, bool) or not isinstance(scalar, (int, float)):
+        return None
+    if user.attrs.get('scalar_first') and op not in ('add', 'multiply'):
+        return None
+    return op, np.full(channels, float(scalar)), user
 
 
 def _per_channel(values: np.ndarray, ndim: int, channels: int) -> Optional[np.ndarray]:
