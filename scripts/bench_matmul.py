@@ -8,7 +8,9 @@ each search level chose and the tuning time.
 
 ``--candidates``: also every candidate of the level-2 space, each checked against torch (max error) and timed;
 ``--twins``: with every wgmma candidate's twin of the other copy mechanism (TMA for cp.async, and back) where
-TMA can copy the operands, to compare the two tile by tile.
+TMA can copy the operands, to compare the two tile by tile. ``--epilogue``: hidet's kernel with a residual
+block's epilogue fused (relu(C + shift + residual), shift per column) beside the bare one, to see what the
+epilogue costs; torch stays the bare GEMM.
 """
 from __future__ import annotations
 
@@ -78,7 +80,7 @@ def candidate_rows(template, shape, inputs, expected, flops, t_torch, args):
 
 
 def matmul_case(shape: str, dtype: str):
-    """MxNxK: (task, inputs, torch's output, FLOPs, torch's call)."""
+    """MxNxK: (task, inputs, torch's output, FLOPs, torch's call, the hidet op of two tensors)."""
     import torch
 
     import hidet
@@ -88,7 +90,7 @@ def matmul_case(shape: str, dtype: str):
     b = (torch.randn(k, n, device='cuda') / k ** 0.5).to(getattr(torch, dtype))
     c = torch.empty(m, n, device='cuda', dtype=a.dtype)
     task = hidet.ops.matmul(hidet.symbol([m, k], dtype, 'cuda'), hidet.symbol([k, n], dtype, 'cuda')).trace[0].task
-    return task, (a, b), c, 2.0 * m * n * k, lambda: torch.matmul(a, b, out=c)
+    return task, (a, b), c, 2.0 * m * n * k, lambda: torch.matmul(a, b, out=c), hidet.ops.matmul
 
 
 def conv_case(shape: str, dtype: str):
@@ -109,8 +111,11 @@ def conv_case(shape: str, dtype: str):
     x = torch.randn(bn, h, w, ci, device='cuda').to(t)
     wt = (torch.randn(co, r, s_, ci, device='cuda') / (ci * r * s_) ** 0.5).to(t)
     xs, ws = hidet.symbol([bn, h, w, ci], dtype, 'cuda'), hidet.symbol([co, r, s_, ci], dtype, 'cuda')
-    graph = hidet.graph.optimize(hidet.trace_from(hidet.ops.conv2d_channels_last(xs, ws, padding=pad, stride=stride),
-                                                  [xs, ws]))
+
+    def op_fn(x_, w_):
+        return hidet.ops.conv2d_channels_last(x_, w_, padding=pad, stride=stride)
+
+    graph = hidet.graph.optimize(hidet.trace_from(op_fn(xs, ws), [xs, ws]))
     (task,) = [node.task for node in graph.nodes]
     x_nchw = x.permute(0, 3, 1, 2)  # NCHW view of channels-last memory: cuDNN's NHWC kernels
     w_nchw = wt.permute(0, 3, 1, 2)
@@ -118,7 +123,23 @@ def conv_case(shape: str, dtype: str):
     c = ref.permute(0, 2, 3, 1).contiguous()
     oh, ow = c.shape[1], c.shape[2]
     flops = 2.0 * bn * oh * ow * co * ci * r * s_
-    return task, (x, wt), c, flops, lambda: torch.nn.functional.conv2d(x_nchw, w_nchw, padding=pad, stride=stride)
+    return (task, (x, wt), c, flops, lambda: torch.nn.functional.conv2d(x_nchw, w_nchw, padding=pad, stride=stride),
+            op_fn)
+
+
+def with_epilogue(op_fn, a, b, c):
+    """(task, inputs) of relu(op_fn(a, b) + shift + residual) as one fused kernel: a per-column shift (a
+    constant) and a residual input of C's shape."""
+    import torch
+
+    import hidet
+
+    xs, ws, rs = (hidet.symbol(list(t.shape), str(t.dtype)[6:], 'cuda') for t in (a, b, c))
+    shift = hidet.from_torch(torch.randn(c.shape[-1], device='cuda').to(c.dtype))
+    graph = hidet.graph.optimize(hidet.trace_from(hidet.ops.relu(op_fn(xs, ws) + shift + rs), [xs, ws, rs]))
+    (node,) = graph.nodes
+    values = {id(xs): a, id(ws): b, id(rs): torch.randn_like(c)}
+    return node.task, [values[id(t)] if id(t) in values else t.torch() for t in node.inputs]
 
 
 def main() -> None:
@@ -135,14 +156,16 @@ def main() -> None:
     parser.add_argument('--repeat', type=int, default=10)
     parser.add_argument('--candidates', action='store_true', help='time every candidate of the level-2 space')
     parser.add_argument('--twins', action='store_true', help='--candidates: with the cp.async / TMA twin of each')
+    parser.add_argument('--epilogue', action='store_true',
+                        help='also relu(C + shift + residual) fused, at the first --space')
     args = parser.parse_args()
     dtype = {'f16': 'float16', 'bf16': 'bfloat16'}[args.dtype]
     rows = []
     for shape in args.shapes:
         if shape.startswith('conv'):
-            task, (a, b), c, flops, torch_fn = conv_case(shape, dtype)
+            task, (a, b), c, flops, torch_fn, op_fn = conv_case(shape, dtype)
         else:
-            task, (a, b), c, flops, torch_fn = matmul_case(shape, dtype)
+            task, (a, b), c, flops, torch_fn, op_fn = matmul_case(shape, dtype)
         t_torch = graph_time(torch_fn, args.calls, args.repeat)
         rows.append([shape, 'torch', f'{t_torch * 1e3:.1f}', f'{flops / t_torch / 1e9:.0f}', '1.00', '', ''])
         template = find(task, 'cuda')
@@ -160,6 +183,12 @@ def main() -> None:
             cfg = choose_configs([(task, 'cuda', template)], space)[0].name() if template else 'auto-scheduler'
             rows.append([shape, f'hidet space {space}', f'{t * 1e3:.1f}', f'{flops / t / 1e9:.0f}',
                          f'{t_torch / t:.2f}', cfg, f'{build_s:.1f} s, max err {err:.3g}'])
+            if args.epilogue and space == args.space[0]:
+                e_task, e_inputs = with_epilogue(op_fn, a, b, c)
+                e_launch = build_task(e_task, 'cuda', space)['launch']
+                t = graph_time(lambda: e_launch(*e_inputs, out), args.calls, args.repeat)
+                rows.append([shape, f'+ epilogue, space {space}', f'{t * 1e3:.1f}', f'{flops / t / 1e9:.0f}',
+                             f'{t_torch / t:.2f}', e_task.name[:40], ''])
         if args.candidates and template is not None:
             rows += candidate_rows(template, shape, (a, b), c, flops, t_torch, args)
     from tabulate import tabulate
