@@ -37,8 +37,6 @@ EXCLUDED: Dict[str, str] = {
     'nn.functional.interpolate.area': 'unsupported: mode="area" (adaptive average pooling; the error says so)',
     'nn.functional.interpolate.nearest-exact': 'unsupported: mode="nearest-exact" (the error says so)',
     'nn.functional.pad.circular': 'unsupported: circular padding (the error says so)',
-    'nn.functional.pad.replicate_negative': 'bug: negative padding (cropping) in replicate mode raises ValueError '
-                                            'in hidet.ops.pad',
     'norm.nuc': 'unsupported: the nuclear norm needs an SVD (the error says so)',
     'empty': 'uninitialized memory: eager and hidet values are both arbitrary',
     'empty_like': 'uninitialized memory: eager and hidet values are both arbitrary',
@@ -71,8 +69,6 @@ EXCLUDED_SAMPLES: Dict[str, Tuple[Callable[[Any], bool], str]] = {
                                  'unsupported: avg_pool3d with divisor_override (the error says so)'),
     'nn.functional.avg_pool2d': (lambda s: len(s.args) >= 6 and s.args[5] is not None and s.args[3],
                                  'unsupported: divisor_override with ceil_mode=True (the error says so)'),
-    'tensordot': (lambda s: s.input.shape == (1, 1, 1),
-                  'bug: contracting a size-1 dimension against a larger one (torch broadcasts it) raises ValueError'),
     'narrow': (lambda s: isinstance(s.args[1], torch.Tensor),
                'unsupported: a tensor start is a data-dependent slice (the error says so)'),
 }

@@ -380,7 +380,8 @@ class PadOp(Operator):
 
 def pad(x: Tensor, pads: Sequence[int], mode: str = 'constant', value=0) -> Tensor:
     """torch.nn.functional.pad: ``pads`` = (before, after) of the last dimension, then of the one before
-    it, …; mode 'constant' (fill with ``value``; negative pads crop), 'reflect' or 'replicate'."""
+    it, …; mode 'constant' (fill with ``value``; negative pads crop), 'reflect' or 'replicate' (element
+    ``clamp(i - before, 0, n - 1)`` as torch's, so negative pads crop there too)."""
     pads = as_ints('pad', 'pads', pads)
     if len(pads) % 2 or len(pads) // 2 > x.ndim:
         raise ValueError(f'pad: pads {tuple(pads)} must have an even length of at most 2 * {x.ndim} (two per '
@@ -395,8 +396,8 @@ def pad(x: Tensor, pads: Sequence[int], mode: str = 'constant', value=0) -> Tens
         if n + lo + hi < 0:
             raise ValueError(f'pad: pads {tuple(pads)} shrink dimension {d} of {x.shape} below zero ({n + lo + hi})')
         if mode != 'constant' and (lo or hi):
-            if lo < 0 or hi < 0:
-                raise ValueError(f'pad: {mode} padding cannot be negative, got pads {tuple(pads)}')
+            if mode == 'reflect' and (lo < 0 or hi < 0):
+                raise ValueError(f'pad: reflect padding cannot be negative, got pads {tuple(pads)}')
             if n == 0:
                 raise ValueError(f'pad: {mode} padding of dimension {d} of {x.shape} needs a non-empty dimension')
             if mode == 'reflect' and (lo >= n or hi >= n):

@@ -61,15 +61,23 @@ def addbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta=1, alpha=1, ou
 
 @register_function(torch.tensordot)
 def tensordot(a: Tensor, b: Tensor, dims=2, out=None):
-    """Contract ``dims`` (a count of a's last / b's first dimensions, or two lists) as one matmul."""
+    """Contract ``dims`` (a count of a's last / b's first dimensions, or two lists) as one matmul; a contracted
+    dimension of size 1 against a larger one is summed out of the other tensor first (torch broadcasts it)."""
     if isinstance(dims, int):
         dims_a, dims_b = list(range(a.ndim - dims, a.ndim)), list(range(dims))
     else:
         dims_a, dims_b = (dims_arg(d) for d in dims)
     dims_a = [normalize_axis('tensordot', d, a.ndim) for d in dims_a]
     dims_b = [normalize_axis('tensordot', d, b.ndim) for d in dims_b]
-    if len(dims_a) != len(dims_b) or any(a.shape[i] != b.shape[j] for i, j in zip(dims_a, dims_b)):
-        raise ValueError(f'tensordot: dimensions {dims_a} of {a.shape} do not match {dims_b} of {b.shape}')
+    if len(dims_a) != len(dims_b):
+        raise ValueError(f'tensordot: {len(dims_a)} dimensions of a against {len(dims_b)} of b')
+    for i, j in zip(dims_a, dims_b):  # a size 1 against a larger one broadcasts, as torch's: sum the other first
+        if b.shape[j] == 1 and a.shape[i] != 1:
+            a = ops.sum(a, [i], keepdim=True)
+        elif a.shape[i] == 1 and b.shape[j] != 1:
+            b = ops.sum(b, [j], keepdim=True)
+        elif a.shape[i] != b.shape[j]:
+            raise ValueError(f'tensordot: dimensions {dims_a} of {a.shape} do not match {dims_b} of {b.shape}')
     free_a = [d for d in range(a.ndim) if d not in dims_a]
     free_b = [d for d in range(b.ndim) if d not in dims_b]
     k = _numel([a.shape[d] for d in dims_a])
