@@ -20,12 +20,11 @@ LAYERS = {
     'hidet.cuda': 3, 'hidet.kernels': 3,  # (the kernel templates: Hidet Script over the IR and the backend)
     'hidet.drivers': 4,
     'hidet.graph': 5, 'hidet.ops': 5,  # (hidet.ops: the package's name for hidet.graph.ops)
-    'hidet.drivers.build_graph': 6,  # FlowGraph → CompiledGraph: reads the graph it builds
-    'hidet': 7,  # the package's API (its __init__), which the frontends use as any user does
-    'hidet.graph.frontend': 8,
-    'hidet.onnx': 9, 'hidet.torch': 9,  # the frontends' public faces
-    'hidet.cli': 10,
-    'hidet.__main__': 11,
+    'hidet': 6,  # the package's API (its __init__), which the frontends use as any user does
+    'hidet.graph.frontend': 7,
+    'hidet.onnx': 8, 'hidet.torch': 8,  # the frontends' public faces
+    'hidet.cli': 9,
+    'hidet.__main__': 10,
 }
 
 
@@ -86,8 +85,8 @@ def test_layer_check_sees_an_upward_import(tmp_path):
     imports = list(_module_level_imports(str(path), 'hidet.ir.mod', False))
     assert imports == ['os', 'hidet.graph.tensor', 'hidet.ir.sibling']  # (not the import inside f)
     assert _layer('hidet.graph.tensor') == ('hidet.graph', 5) and _layer('hidet.ir.expr') == ('hidet.ir', 1)
-    assert _layer('hidet.drivers.build_graph') == ('hidet.drivers.build_graph', 6) and _layer('numpy') is None
-    assert _layer('hidet.torch.dynamo_config') == ('hidet.torch', 9)
+    assert _layer('hidet.graph.build') == ('hidet.graph', 5) and _layer('numpy') is None
+    assert _layer('hidet.torch.dynamo_config') == ('hidet.torch', 8)
     assert _layer('hidet.kernels.matmul.mma')[1] < _layer('hidet.drivers.build_task')[1] < _layer('hidet.graph.ops')[1]
 
 

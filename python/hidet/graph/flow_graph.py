@@ -121,7 +121,7 @@ class FlowGraph:
         The names are those of the artifact's inputs and outputs (default x, x0, x1, ... and y, y0, ...).
         A graph with symbolic dimensions builds one set of kernels that runs at any values of them (CPU
         graphs; CUDA kernels with symbolic dimensions are not there yet)."""
-        from hidet.drivers.build_graph import build_flow_graph
+        from hidet.graph.build import build_flow_graph  # (build.py reads FlowGraph: a circle at import time)
 
         return build_flow_graph(self, space=space, input_names=input_names, output_names=output_names)
 

@@ -7,8 +7,11 @@ from __future__ import annotations
 import json
 from typing import Dict, List, Optional, Sequence, Tuple
 
+from hidet.backend.compiler import cuda_arch
+from hidet.drivers.build_task import build_tasks
 from hidet.graph.flow_graph import FlowGraph, display_name
 from hidet.graph.tensor import Tensor, _host_values
+from hidet.ir.dtypes import data_type
 from hidet.runtime import artifact
 from hidet.runtime.compiled_graph import CompiledGraph
 from hidet.version import __version__
@@ -52,9 +55,6 @@ class MemoryPlanner:
 
 def build_flow_graph(graph: FlowGraph, space: int = 0, input_names: Optional[Sequence[str]] = None,
                      output_names: Optional[Sequence[str]] = None) -> CompiledGraph:
-    from hidet.backend.compiler import cuda_arch
-    from hidet.drivers.build_task import build_tasks
-
     if space not in (0, 1, 2):
         raise ValueError(f'search space must be 0, 1 or 2, got {space!r}')
     devices = {str(t.device) for t in graph.inputs + graph.outputs + graph.constants}
@@ -181,8 +181,6 @@ def _plan_arena(tensors: List[dict], instructions: List[dict]) -> int:
 
 
 def _nbytes(spec: dict) -> int:
-    from hidet.ir.dtypes import data_type
-
     n = data_type(spec['dtype']).nbytes
     for s in spec['shape']:
         n *= s
