@@ -55,6 +55,44 @@ def _module_level_imports(path: str, module: str, is_package: bool):
                 yield target
 
 
+def _target(node, module: str, is_package: bool) -> str:
+    """The module an import statement reads (its first, for ``import a, b``)."""
+    if isinstance(node, ast.Import):
+        return node.names[0].name
+    if not node.level:
+        return node.module
+    package = module if is_package else module.rsplit('.', 1)[0]
+    base = package.split('.')[:len(package.split('.')) - node.level + 1]
+    return '.'.join(base + ([node.module] if node.module else []))
+
+
+def _unexplained_function_imports(path: str, module: str, is_package: bool):
+    """(line, target) of each import inside a function that reads a lower layer's module (which a module-level
+    import could read) without a comment saying why: on its own first line, or on the line above the run of
+    import statements it belongs to."""
+    text = open(path).read()
+    lines = text.split('\n')
+    rank = _layer(module)[1]
+    for fn in ast.walk(ast.parse(text, path)):
+        if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        for block in ast.walk(fn):
+            body = getattr(block, 'body', None)
+            if not isinstance(body, list):
+                continue
+            explained = False
+            for i, node in enumerate(body):
+                if not isinstance(node, (ast.Import, ast.ImportFrom)):
+                    explained = False
+                    continue
+                if i == 0 or not isinstance(body[i - 1], (ast.Import, ast.ImportFrom)):  # a run of imports starts
+                    explained = lines[node.lineno - 2].strip().startswith('#')
+                target = _target(node, module, is_package)
+                found = _layer(target or '')
+                if found and found[1] < rank and not explained and '#' not in lines[node.lineno - 1]:
+                    yield node.lineno, target
+
+
 def _modules():
     for root, _, files in os.walk(PACKAGE):
         for f in sorted(files):
@@ -76,6 +114,16 @@ def test_imports_flow_one_way():
             if found[1] >= src_rank:
                 wrong.append(f'{module} imports {target} ({src_layer} is layer {src_rank}, {found[0]} {found[1]})')
     assert not wrong, 'imports against the layering (tests/test_structure.py LAYERS):\n' + '\n'.join(wrong)
+
+
+def test_function_level_imports_of_lower_layers_say_why():
+    """An import inside a function that reads a lower layer could be a module-level one: where it stays in the
+    function (import time: hidet's import does not load the drivers or Hidet Script; a circle at import), a
+    comment says why."""
+    wrong = [f'{os.path.relpath(path, ROOT)}:{line} imports {target}'
+             for path, module, is_package in _modules()
+             for line, target in _unexplained_function_imports(path, module, is_package)]
+    assert not wrong, 'move these to module level, or say in a comment why they stay:\n' + '\n'.join(wrong)
 
 
 def test_layer_check_sees_an_upward_import(tmp_path):

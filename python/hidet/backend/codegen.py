@@ -10,10 +10,11 @@ from __future__ import annotations
 from typing import Dict, List, Optional, Sequence, Set
 
 from hidet.ir.dtypes import DataType
-from hidet.ir.expr import Binary, BufferLoad, Call, Cast, Constant, Expr, Select, SymbolVar, Unary, Var
+from hidet.ir.expr import (Binary, BufferLoad, Call, Cast, Constant, Expr, Select, SymbolVar, Unary, Var, convert,
+                           promote)
 from hidet.ir.lowlevel import Address, FunctionCall, PrimCall
-from hidet.ir.stmt import (Assign, Break, Continue, Declare, Evaluate, For, Function, If, IRModule, Return, Seq,
-                           Stmt, Store, VectorCopy, While)
+from hidet.ir.stmt import (Assign, Break, Continue, Declare, Evaluate, For, Function, IRModule, If, Return, Seq, Stmt,
+                           Store, VectorCopy, While)
 from hidet.ir.type import PointerType, TensorMapType, TensorType, void
 
 ENTRY_POINT = 'launch'
@@ -133,8 +134,6 @@ class CodeGen:
     def binary(self, e: Binary) -> str:
         operand_type = e.dtype if e.op not in ('<', '<=', '>', '>=', '==', '!=', '&&', '||') else None
         if operand_type is None and e.op in ('<', '<=', '>', '>=', '==', '!='):
-            from hidet.ir.expr import promote
-
             operand_type = promote(e.a.dtype, e.b.dtype)
         if e.op in ('/', '%') and self.invariant is not None and e.dtype.name in _SIGNED_INTS and \
                 self.launch_invariant(e.b):
@@ -438,8 +437,6 @@ def _script_entry(gen: CodeGen, f: Function) -> List[str]:
     """The ABI entry point of a Hidet Script kernel: its tensor and pointer arguments are ``buffers``,
     its scalar arguments ``dims`` (in parameter order; floats as bit patterns, hidet/kernel/lang.h);
     the launch configuration is computed from the scalars."""
-    from hidet.ir.expr import convert
-
     scalars = [p for p in f.params if p.type is None]
     maps = [p for p in f.params if isinstance(p.type, TensorMapType)]
     nb, nd = len(f.params) - len(scalars) - len(maps), len(scalars)
@@ -487,8 +484,6 @@ def _script_entry(gen: CodeGen, f: Function) -> List[str]:
 def _tensor_map_lines(gen: CodeGen, f: Function, p: Var, buffer_of) -> List[str]:
     """Lines of a launch entry building the tensor map of kernel parameter ``p`` (TensorMapType) over its
     tensor's buffer."""
-    from hidet.ir.expr import convert
-
     t: TensorMapType = p.type
     if id(t.tensor) not in buffer_of:
         raise ValueError(f'{f.name}: the tensor map {p.name} is over {t.tensor.name}, not a tensor parameter')

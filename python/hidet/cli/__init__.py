@@ -14,11 +14,12 @@ import os
 import sys
 from typing import List, Optional
 
+import hidet
+from hidet.backend import cache
+from hidet.backend.compiler import include_dir, lib_dir
+
 
 def _paths_and_info(args) -> None:
-    import hidet
-    from hidet.backend.compiler import include_dir, lib_dir
-
     if args.cmake_dir:
         print(os.path.join(lib_dir(), 'cmake', 'hidet'))
     elif args.include_dir:
@@ -35,8 +36,6 @@ def _paths_and_info(args) -> None:
 
 def _cache(args) -> None:
     from tabulate import tabulate
-
-    from hidet.backend import cache
 
     if args.action == 'clear':
         cache.clear('all')

@@ -20,6 +20,7 @@ import sys
 import time
 from typing import Callable, Dict, List, Optional, Tuple
 
+import hidet
 from hidet.cli import suite
 
 BACKENDS = ('hidet', 'eager', 'inductor', 'inductor-ro', 'inductor-ma')
@@ -110,8 +111,6 @@ def _op_case(args) -> Tuple[Callable, List, Callable[[int], Callable], Callable,
     single-op benchmark."""
     import torch
     import torch.nn.functional as F
-
-    import hidet
 
     dtype = getattr(torch, _DTYPES[args.dtype])
     if args.kind == 'matmul':

@@ -25,8 +25,12 @@ from typing import Callable, List, Optional, Sequence, Tuple
 
 import hidet.option
 from hidet.backend import cache
+from hidet.backend.compiler import cuda_arch
 from hidet.ir.task import Task
+from hidet.runtime.compiled_module import CompiledModule
+from hidet.runtime.cuda import current_device
 from hidet.utils import logs
+from hidet.utils.benchmark import benchmark_func
 from hidet.version import __version__
 
 # benchmark(task, library path, target, trial, entry) -> milliseconds per call of the library's entry (math.inf
@@ -38,8 +42,6 @@ AGREE_STRAY = 1e-5  # and are NaN or infinite at the same elements but this frac
 
 
 def tuning_key(task: Task, target: str, template, level: int) -> str:
-    from hidet.backend.compiler import cuda_arch
-
     options = hidet.option.current()
     arch = cuda_arch(options) if target == 'cuda' else 'cpu'
     digest = hashlib.sha256()
@@ -120,9 +122,6 @@ def benchmark_library(task: Task, path: str, target: str, trial: Trial = None, e
     CUDA graph of CUDA_TIMED_CALLS launches, the kernel's time without the host's; on the CPU: wall clock),
     after one call whose outputs must agree with the ``trial``'s reference (else
     WrongResults); math.inf when the candidate cannot run."""
-    from hidet.runtime.compiled_module import CompiledModule
-    from hidet.utils.benchmark import benchmark_func
-
     trial = trial or Trial(task, target)
     launch = CompiledModule(path)[entry]
     try:
@@ -133,8 +132,6 @@ def benchmark_library(task: Task, path: str, target: str, trial: Trial = None, e
     if why:
         raise WrongResults(why)
     if trial.device == 'cuda':  # the GPU's time alone: host launches would hide a few-µs kernel's own
-        from hidet.runtime.cuda import current_device
-
         return launch.time(*args, device=current_device(), calls=CUDA_TIMED_CALLS, repeat=repeat)
     return benchmark_func(lambda: launch(*args), warmup=warmup, number=number, repeat=repeat, device=trial.device)
 

@@ -17,6 +17,7 @@ from typing import Dict, Iterable, List, Optional, Sequence, Union
 from hidet.graph.operator import Operator
 from hidet.graph.tensor import Tensor, bind_symbols
 from hidet.ir.dtypes import data_type
+from hidet.ir.expr import symbols_of
 from hidet.runtime.device import device as _device
 
 
@@ -111,8 +112,6 @@ class FlowGraph:
 
     def symbols(self) -> List[str]:
         """Names of the symbolic dimensions of the graph's inputs."""
-        from hidet.ir.expr import symbols_of
-
         return symbols_of([d for t in self.inputs for d in t.shape])
 
     def build(self, space: int = 0, input_names: Optional[Sequence[str]] = None,

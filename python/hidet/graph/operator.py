@@ -9,7 +9,9 @@ import threading
 from typing import Any, Dict, List, Optional, Sequence
 
 from hidet.graph.tensor import Tensor, _empty
+from hidet.ir.expr import evaluate_dim
 from hidet.ir.task import Task
+from hidet.runtime.device import device as _device
 
 _deferral = threading.local()
 
@@ -61,8 +63,6 @@ class Operator:
         if not devices:
             if device is None:
                 raise ValueError(f'{task.name}: an operator without input tensors needs a device')
-            from hidet.runtime.device import device as _device
-
             devices = {_device(device)}
         self.device = devices.pop()
         self.outputs: List[Tensor] = [
@@ -84,10 +84,9 @@ class Operator:
     def compute(self, inputs: Sequence[Tensor], symbol_values: Optional[Dict[str, int]] = None) -> List[Tensor]:
         """Run this operator's kernel on concrete ``inputs`` (shaped like ``self.inputs``) into new tensors.
         The symbolic dimensions' values are read from the inputs' shapes, or given (by a graph run)."""
+        # (the drivers load at the first kernel built: import hidet stays light)
         from hidet.drivers import build_task
         from hidet.graph.tensor import bind_symbols
-        from hidet.ir.expr import evaluate_dim
-
         symbols = self.task.symbols()
         values = {} if not symbols else dict(symbol_values) if symbol_values is not None else \
             bind_symbols(self.inputs, inputs)

@@ -11,16 +11,14 @@ from typing import Any, Optional, Sequence, Tuple
 import numpy as np
 
 from hidet import _C
-from hidet.ir.expr import Expr
+from hidet.ir.compute import dim
 from hidet.ir.dtypes import DataType, bf16_to_f32, bfloat16, data_type, f32_to_bf16, from_dlpack_code
+from hidet.ir.expr import Expr, SymbolVar, evaluate_dim, symbol_var
 from hidet.runtime.device import Device, device as _device
 
 
 def _dim(s):
     """A dimension: an int, or a symbolic one (a name, as 'batch', or an integer expression of names)."""
-    from hidet.ir.compute import dim
-    from hidet.ir.expr import symbol_var
-
     return symbol_var(s) if isinstance(s, str) else dim(s)
 
 
@@ -43,8 +41,6 @@ def _numel(shape: Sequence[int]) -> int:
 def bind_symbols(symbolic: Sequence['Tensor'], concrete: Sequence['Tensor']) -> dict:
     """{symbol name: size} read from concrete tensors of the symbolic ones' shapes; raises a ValueError
     naming the dimension where a size disagrees with the shape or with another input."""
-    from hidet.ir.expr import SymbolVar, evaluate_dim
-
     values = {}
     for i, (sym, val) in enumerate(zip(symbolic, concrete)):
         if len(sym.shape) != len(val.shape):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import builtins
 import math as _pymath
 
-from hidet.ir.dtypes import float32
+from hidet.ir.dtypes import boolean, float32
 from hidet.ir.expr import Expr, call, cast, maximum, minimum
 
 __all__ = ['exp', 'exp2', 'expm1', 'log', 'log2', 'log1p', 'sqrt', 'rsqrt', 'sin', 'cos', 'tan', 'tanh', 'sinh',
@@ -79,6 +79,4 @@ def min(a, b):
 
 
 def isnan(x):
-    from hidet.ir.dtypes import boolean
-
     return call('isnan', x, dtype=boolean) if isinstance(x, Expr) else _pymath.isnan(x)

@@ -9,6 +9,8 @@ import json
 import struct
 from typing import Dict, List, Tuple
 
+from hidet.ir.expr import Binary, Cast, Constant, SymbolVar
+
 MAGIC = b'HIDETART'
 CONTAINER_VERSION = 1
 FORMAT_VERSION = 1            # static graphs
@@ -31,8 +33,6 @@ def fnv1a64(data: bytes) -> int:
 def dim_json(d):
     """A shape entry of the manifest: an int, a symbol's name, or a postfix list of ints, names and
     operators (+ - * / %, C integer semantics) for an expression of symbols."""
-    from hidet.ir.expr import Binary, Cast, Constant, SymbolVar
-
     if isinstance(d, int):
         return d
     if isinstance(d, SymbolVar):

@@ -14,7 +14,7 @@ from hidet.graph.ops.utils import (
 )
 from hidet.graph.tensor import Tensor, _numel as _prod  # product of dimensions, ints or symbolic
 from hidet.ir.compute import compute
-from hidet.ir.expr import Expr, simplify_dim
+from hidet.ir.expr import Binary, Cast, Constant, Expr, SymbolVar, simplify_dim
 from hidet.ir.task import Task
 
 
@@ -79,8 +79,6 @@ class _Monomial:
     def of(dim) -> Optional['_Monomial']:
         """The monomial of a dimension (an int, a symbol, a product of them, or another integer expression
         as one factor); None for what is not an integer."""
-        from hidet.ir.expr import Binary, Cast, Constant, Expr, SymbolVar
-
         if isinstance(dim, int):
             return _Monomial(dim)
         if isinstance(dim, SymbolVar):
@@ -141,8 +139,6 @@ def _monomial_product(op: str, dims) -> '_Monomial':
 
 def _infer_symbolic_shape(op: str, x: Tensor, shape: Sequence) -> Tuple:
     """_infer_shape where ``x`` or ``shape`` has symbolic dimensions: element counts compared as monomials."""
-    from hidet.ir.expr import Expr
-
     shape = [s if isinstance(s, Expr) else as_int(s) for s in shape]
     unknown = [d for d, s in enumerate(shape) if isinstance(s, int) and s == -1]
     if len(unknown) > 1:
@@ -184,8 +180,6 @@ def _symbolic_segments(src, dst) -> List[Tuple[int, int, int, int]]:
 
 
 def _infer_shape(op: str, x: Tensor, shape: Sequence[int]) -> Tuple[int, ...]:
-    from hidet.ir.expr import Expr
-
     if any(isinstance(s, Expr) for s in list(x.shape) + list(shape if isinstance(shape, (list, tuple)) else [])):
         return _infer_symbolic_shape(op, x, shape)
     shape = as_ints(op, 'the shape', shape)

@@ -29,6 +29,7 @@ class FoldConstants(GraphPass):
     name = 'fold_constants'
 
     def __call__(self, graph: FlowGraph, ctx: PassContext) -> FlowGraph:
+        # (the drivers load at the first kernel built: import hidet stays light)
         from hidet.drivers.build_task import build_tasks
 
         log = logs.logger('graph')

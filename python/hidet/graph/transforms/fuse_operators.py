@@ -35,7 +35,7 @@ from hidet.graph.tensor import Tensor
 from hidet.graph.transforms.base import GraphPass
 from hidet.graph.transforms.pass_context import PassContext
 from hidet.ir.compose import count_reads, reads_data_dependent
-from hidet.ir.expr import Binary, Call, Cast, Expr, TensorElement, Unary
+from hidet.ir.expr import Binary, Call, Cast, Expr, TensorElement, Unary, evaluate_dim, symbols_of
 from hidet.ir.functors import inline_computes, walk
 from hidet.ir.schedulers.lowering import row_split
 from hidet.kernels.matmul import operand_modes
@@ -251,8 +251,6 @@ def _arithmetic_ops(value: Expr, dtype) -> Optional[int]:
 def _no_larger(a: Tensor, b: Tensor) -> bool:
     """Whether ``a`` has at most as many elements as ``b``; with symbolic dimensions, at two sample sizes of
     every symbol (sizes are products of dimensions, so this orders them for all sizes in practice)."""
-    from hidet.ir.expr import evaluate_dim, symbols_of
-
     names = symbols_of(list(a.shape) + list(b.shape))
     if not names:
         return a.numel() <= b.numel()

@@ -18,9 +18,9 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import List, Optional
 
-from hidet.ir.dtypes import float32
-from hidet.ir.expr import BufferLoad, SymbolVar, Var, cast, convert
-from hidet.ir.schedulers.lowering import prod as _prod, row_major_strides
+from hidet.ir.dtypes import boolean, float32
+from hidet.ir.expr import BufferLoad, SymbolVar, Var, binary, call, cast, convert, select
+from hidet.ir.schedulers.lowering import broadcast_indices, flat_index, prod as _prod, row_major_strides, unflatten
 from hidet.ir.task import Task
 from hidet.ir.type import TensorType
 from hidet.kernels.attention import mma
@@ -87,8 +87,6 @@ class AttentionShape:
     def base(self, which: int, b):
         """The flat element where row 0 of flat batch entry ``b`` starts: in q, k, v (which = 0, 1, 2) or the
         output (which = 3)."""
-        from hidet.ir.schedulers.lowering import unflatten
-
         _, offset, strides = self.layouts[which] if which < 3 else self.out_layout
         total = convert(offset)
         for idx, stride in zip(unflatten(b, self.batch_shape), strides[:-2]):
@@ -119,16 +117,11 @@ class AttentionShape:
     def masked(self, score, b, i, j, causal: bool = True):
         """``score`` of query i and key j of flat batch b after the mask (and the causal rule, unless
         ``causal`` is False: the caller tests it)."""
-        from hidet.ir.expr import binary, call, select
-        from hidet.ir.schedulers.lowering import broadcast_indices, flat_index, unflatten
-
         if self.mask_kind != 'none':
             node = self.task.inputs[3]
             idx = broadcast_indices(list(unflatten(b, self.batch_shape)) + [i, j], node.shape)
             m = BufferLoad(self.ins[3], flat_index(idx, node.shape), node.dtype)
             if self.mask_kind == 'bool':
-                from hidet.ir.dtypes import boolean
-
                 score = select(cast(m, boolean), score, convert(float('-inf'), float32))
             else:
                 score = score + cast(m, float32)
@@ -142,6 +135,8 @@ def _kernel_name(shape: AttentionShape, cfg: AttentionConfig, target: str) -> st
 
 
 def _cpu_module(shape: AttentionShape, cfg: AttentionConfig):
+    # (Hidet Script and the code generator load when a kernel is built: import hidet, which reads the
+    # templates through the fusion policy, stays light)
     import hidet
     from hidet.lang import attr, f32, grid, math, register_tensor
 
@@ -194,6 +189,8 @@ def _cpu_module(shape: AttentionShape, cfg: AttentionConfig):
 
 
 def _cuda_module(shape: AttentionShape, cfg: AttentionConfig):
+    # (Hidet Script and the code generator load when a kernel is built: import hidet, which reads the
+    # templates through the fusion policy, stays light)
     import hidet
     from hidet.lang import attr, f32, math, register_tensor
     from hidet.lang.cuda import blockIdx, shared_tensor, shfl_sync, shfl_xor_sync, syncthreads, threadIdx
@@ -315,6 +312,8 @@ class AttentionTemplate(Template):
         return AttentionConfig(64, 64 if max(self.shape.d, self.shape.dv) <= 64 else 32)
 
     def source(self, config: AttentionConfig, fallback: bool = True) -> str:
+        # (Hidet Script and the code generator load when a kernel is built: import hidet, which reads the
+        # templates through the fusion policy, stays light)
         from hidet.backend.codegen import forwarding_launch, generate
 
         if config.mma:

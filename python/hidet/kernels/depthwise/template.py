@@ -42,10 +42,9 @@ from hidet.ir.dtypes import float32, int64
 from hidet.ir.expr import Binary, BufferLoad, Constant, Expr, Select, TensorElement, Var, cast
 from hidet.ir.functors import INT32_MAX, collect, inline_computes, narrow_index, rewrite
 from hidet.ir.task import Task
-from hidet.kernels.template import Template
-
 from hidet.kernels.matmul.spec import NotGemm, _epilogue, _strip_cast, affine, match_gemm, window_bounds
 from hidet.kernels.matmul.values import GemmValues
+from hidet.kernels.template import Template
 
 DTYPES = ('float16', 'bfloat16', 'float32')
 MAX_THREADS = 1024
@@ -325,6 +324,8 @@ def kernel_name(spec: DepthwiseSpec, cfg: DepthwiseConfig, target: str) -> str:
 def build_script_module(spec: DepthwiseSpec, cfg: DepthwiseConfig, target: str):
     """The Hidet Script module of the kernel for 'cuda' or 'cpu' (the same script; see the module's
     docstring); its parameters: the task's inputs, then the output."""
+    # (Hidet Script and the code generator load when a kernel is built: import hidet, which reads the
+    # templates through the fusion policy, stays light)
     import hidet
     from hidet.lang import attr, f32, grid, register_tensor
     from hidet.lang.constructs import range_spec
@@ -598,6 +599,8 @@ class DepthwiseTemplate(Template):
         return space(self.spec, self.target, level)
 
     def source(self, config: DepthwiseConfig, fallback: bool = True, entry: str = 'launch') -> str:
+        # (Hidet Script and the code generator load when a kernel is built: import hidet, which reads the
+        # templates through the fusion policy, stays light)
         from hidet.backend.codegen import forwarding_launch, generate
 
         script = generate(build_script_module(self.spec, config, self.target).ir_module())
@@ -607,6 +610,8 @@ class DepthwiseTemplate(Template):
 
     def candidates_source(self, configs: List[DepthwiseConfig]) -> Optional[str]:
         """CUDA: one library of tuning candidates (config i behind ``launch_<i>``; nvcc's fixed cost once)."""
+        # (Hidet Script and the code generator load when a kernel is built: import hidet, which reads the
+        # templates through the fusion policy, stays light)
         from hidet.backend.codegen import merge_libraries
 
         if self.target != 'cuda':

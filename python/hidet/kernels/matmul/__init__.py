@@ -17,9 +17,9 @@ from typing import List, Optional
 
 from hidet.ir.task import Task
 
-from .mma import MmaConfig, check_config
 from .base import GemmTemplate
-from .spec import MMA_DTYPES, GemmSpec, NotGemm, explain, match_gemm, operand_modes
+from .mma import MmaConfig, check_config
+from .spec import GemmSpec, MMA_DTYPES, NotGemm, explain, match_gemm, operand_modes
 
 MIN_ARCH = 80
 WGMMA_ARCH = 90  # wgmma is sm_90's (sm_100 has tcgen05 instead)
@@ -88,6 +88,8 @@ def find_matmul_template(task: Task, target: str, arch: Optional[str] = None):
         if spec.n < 16 or spec.k < 16:  # a batch of matrix-vector products: the auto-scheduler's reductions
             return None
     if arch is None:
+        # (Hidet Script and the code generator load when a kernel is built: import hidet, which reads the
+        # templates through the fusion policy, stays light)
         from hidet.backend.compiler import cuda_arch
 
         try:

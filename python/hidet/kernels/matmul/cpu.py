@@ -81,6 +81,8 @@ def kernel_name(spec: GemmSpec, cfg: CpuConfig) -> str:
 
 def build_script_module(spec: GemmSpec, cfg: CpuConfig):
     """The Hidet Script module of the kernel; its parameters: the task's inputs, then the output."""
+    # (Hidet Script and the code generator load when a kernel is built: import hidet, which reads the
+    # templates through the fusion policy, stays light)
     import hidet
     from hidet.lang import attr, f32, grid, register_tensor
 
@@ -154,6 +156,8 @@ def build_script_module(spec: GemmSpec, cfg: CpuConfig):
 
 def template_source(spec: GemmSpec, cfg: CpuConfig) -> str:
     """C++ source of the kernel library: the kernel and the ``launch`` entry of the kernel ABI."""
+    # (Hidet Script and the code generator load when a kernel is built: import hidet, which reads the
+    # templates through the fusion policy, stays light)
     from hidet.backend.codegen import forwarding_launch, generate
 
     script = generate(build_script_module(spec, cfg).ir_module())

@@ -36,6 +36,8 @@ import functools
 from dataclasses import asdict, dataclass
 from typing import Optional
 
+from hidet.ir.expr import BufferLoad, SymbolVar, Var, binary
+
 from .spec import GemmSpec
 from .tma import BOX_K, im2col_map, im2col_window, tensor_map, tma_unsupported
 from .values import GemmValues, _prod, row_split
@@ -215,7 +217,8 @@ def build_script_module(spec: GemmSpec, cfg: MmaConfig, m_bound=None):
     the workspace and the tile counters, then the task's symbolic dimensions (scalars, in the order of the
     kernel ABI's dims). A symbolic m runs in grids computed from the dims; ``m_bound`` (the largest m of the
     range this kernel serves) is what split-k is checked at."""
-    from hidet.ir.expr import BufferLoad, SymbolVar, Var, binary
+    # (Hidet Script and the code generator load when a kernel is built: import hidet, which reads the
+    # templates through the fusion policy, stays light)
     import hidet
     from hidet.lang import attr, cast as lcast, f32, i32, i64, register_tensor, view
     from hidet.lang.cuda import (atomic_add, blockIdx, cp_async, cp_async_commit_group, cp_async_wait_all,

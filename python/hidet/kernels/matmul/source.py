@@ -11,6 +11,10 @@ from .spec import GemmSpec
 
 def _generic_lines(spec: GemmSpec) -> List[str]:
     """The auto-scheduler's kernels of the task and ``generic_launch`` running them."""
+    # (Hidet Script and the code generator load when a kernel is built: import hidet, which reads the
+    # templates through the fusion policy, stays light)
+    # (Hidet Script and the code generator load when a kernel is built: import hidet, which reads the
+    # templates through the fusion policy, stays light)
     from hidet.backend.codegen import CodeGen, _guarded_launch, symbol_bindings
     from hidet.ir.schedulers import schedule_task
 
@@ -34,6 +38,8 @@ def template_source(spec: GemmSpec, cfg, fallback: bool = True, entry: str = 'la
     out, and misaligned buffers are then an error. ``cfg``: one MmaConfig, or for a symbolic m a dispatch,
     ``[(largest m, config), ..., (None, config)]`` in increasing ranges: the launch entry (named ``entry``)
     runs the kernel of the first range holding the m it computes from the dims."""
+    # (Hidet Script and the code generator load when a kernel is built: import hidet, which reads the
+    # templates through the fusion policy, stays light)
     from hidet.backend.codegen import CodeGen, generate, merge_libraries, symbol_bindings
 
     from .mma import build_script_module
@@ -105,6 +111,8 @@ def template_source(spec: GemmSpec, cfg, fallback: bool = True, entry: str = 'la
 
 def candidates_source(spec: GemmSpec, configs) -> str:
     """One library of tuning candidates (no fallback): config i's kernel behind the entry ``launch_<i>``."""
+    # (Hidet Script and the code generator load when a kernel is built: import hidet, which reads the
+    # templates through the fusion policy, stays light)
     from hidet.backend.codegen import merge_libraries
 
     return merge_libraries([template_source(spec, c, False, f'launch_{i}') for i, c in enumerate(configs)])

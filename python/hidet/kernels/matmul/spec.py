@@ -30,9 +30,9 @@ from typing import Callable, Dict, List, Optional, Sequence, Set, Tuple
 
 from hidet.ir.compute import ReduceCompute, TensorNode
 from hidet.ir.dtypes import DataType, float32, int64
-from hidet.ir.expr import (Binary, Cast, Constant, Expr, Select, SymbolVar, TensorElement, Unary, Var, cast, same_dim,
-                           simplify_dim)
-from hidet.ir.functors import collect, conjuncts, merge_divmod, rewrite, substitute
+from hidet.ir.expr import (Binary, Cast, Constant, Expr, Select, SymbolVar, TensorElement, Unary, Var, cast,
+                           evaluate_dim, same_dim, simplify_dim, symbols_of)
+from hidet.ir.functors import collect, conjuncts, inline_computes, merge_divmod, rewrite, substitute
 from hidet.ir.schedulers.analysis import known_multiple
 from hidet.ir.task import Task
 
@@ -102,8 +102,6 @@ def _is_one(d) -> bool:
 
 def _magnitude(c) -> int:
     """A coefficient's size for ordering: symbols taken as large (a stride of seq outranks any static one)."""
-    from hidet.ir.expr import evaluate_dim, symbols_of
-
     return c if isinstance(c, int) else evaluate_dim(c, {name: 1 << 20 for name in symbols_of([c])})
 
 
@@ -648,8 +646,6 @@ def match_gemm(task: Task, operand_dtypes: Sequence[str] = MMA_DTYPES, fold_k: b
 
 
 def _inline_inputs(e: Expr) -> Expr:
-    from hidet.ir.functors import inline_computes
-
     return inline_computes(e)
 
 

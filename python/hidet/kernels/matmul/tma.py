@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from typing import Optional
 
+from hidet.ir.type import Im2col, TensorMapType
+
 from .spec import ConvWindow, GemmSpec
 from .values import GemmValues
 
@@ -58,8 +60,6 @@ def im2col_window(spec: GemmSpec) -> Optional[ConvWindow]:
 def im2col_map(values: GemmValues, window: ConvWindow, rows: int):
     """The im2col tensor map of A's convolution input: columns of ``rows`` pixels of 64 channels, landing as
     the rows of a k-major tile in the 128-byte swizzled layout of ``tile_offset``."""
-    from hidet.ir.type import Im2col, TensorMapType
-
     n, h, w, c = window.input
     nbytes = values.spec.mma_dtype.nbytes
     lower, upper = im2col_corners(window)
@@ -73,8 +73,6 @@ def tensor_map(values: GemmValues, op, mn: int, rows: int):
     k-major, boxes of [rows][64 k]; m/n-major, boxes of [64 k][64 m/n] (one per 64 of the tile's m/n); a batch
     dimension where the operand moves along the batch. Its boxes land in the 128-byte swizzled layout of
     ``tile_offset``."""
-    from hidet.ir.type import TensorMapType
-
     spec = values.spec
     pos, index = op.direct
     tensor = values.ins[pos]

@@ -7,8 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Tuple
 
-from hidet.ir.dtypes import int64
-from hidet.ir.expr import (COMPARE_OPS, Binary, BufferLoad, Cast, Constant, Expr, SymbolVar, TensorElement, Var, binary,
+from hidet.ir.dtypes import int32, int64
+from hidet.ir.expr import (Binary, BufferLoad, COMPARE_OPS, Cast, Constant, Expr, SymbolVar, TensorElement, Var, binary,
                            cast, convert)
 from hidet.ir.functors import INT32_MAX, collect, conjuncts, merge_divmod, narrow_index, rewrite
 from hidet.ir.schedulers.lowering import flat_index
@@ -188,8 +188,6 @@ class GemmValues:
 
     def index_dtype(self, op: Operand):
         """The type of a gathered operand's index arithmetic."""
-        from hidet.ir.dtypes import int32
-
         return int32 if self._int32_gather(op) else int64
 
     def _index(self, op: Operand, e: Expr) -> Expr:

@@ -13,10 +13,10 @@ from typing import Dict, List, Mapping, Optional, Sequence, Union
 
 import numpy as np
 
+from hidet.graph.creation import asarray
 from hidet.graph.flow_graph import FlowGraph, symbol, trace_from
 from hidet.graph.frontend.onnx.registry import check_model, domain_opsets, lookup, node_attrs
-from hidet.graph.frontend.onnx.utils import (ImportState, NodeContext, OnnxConversionError, hidet_dtype,
-                                             onnx_dtype_name)
+from hidet.graph.frontend.onnx.utils import ImportState, NodeContext, OnnxConversionError, hidet_dtype, onnx_dtype_name
 from hidet.graph.tensor import Tensor
 from hidet.ir.dtypes import data_type
 from hidet.runtime.device import device as _device
@@ -122,8 +122,6 @@ class OnnxModule:
             v = values[spec.name]
             if not isinstance(v, Tensor):
                 if type(v).__module__.startswith('torch') or isinstance(v, np.ndarray):
-                    from hidet.graph.creation import asarray
-
                     values[spec.name] = v = asarray(v)
                 else:
                     raise TypeError(f"input '{spec.name}': expected a hidet.Tensor, got {type(v).__name__}")

@@ -5,6 +5,7 @@ from typing import Any, Dict, List, Optional, Union
 
 import numpy as np
 
+from hidet.graph.creation import asarray
 from hidet.graph.tensor import Tensor
 from hidet.ir.dtypes import DataType, data_type
 
@@ -66,8 +67,6 @@ class ImportState:
             raise OnnxConversionError('a required input is missing')
         hit = self._constants.get(id(v))
         if hit is None:
-            from hidet.graph.creation import asarray
-
             arr = np.asarray(v)
             hit = (v, asarray(arr, dtype=data_type(arr.dtype), device=self.device))
             self._constants[id(v)] = hit
@@ -107,8 +106,6 @@ class NodeContext:
 
     def constant(self, values, dtype) -> Tensor:
         """A new constant tensor of ``dtype`` (bfloat16 included) on the model's device."""
-        from hidet.graph.creation import asarray
-
         dtype = data_type(dtype)
         arr = np.asarray(values)
         if dtype.name == 'bfloat16':

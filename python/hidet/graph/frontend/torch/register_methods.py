@@ -5,14 +5,13 @@ from typing import Optional
 
 import torch
 
+import hidet
 from hidet import ops
-from hidet.graph.tensor import Tensor
-from hidet.graph.frontend.torch import register_functions as fn
-from hidet.graph.frontend.torch import register_linalg_functions as la
-from hidet.graph.frontend.torch import register_math_functions as mf
-from hidet.graph.frontend.torch import register_nn_functions as nn_fn
+from hidet.graph.frontend.torch import (register_functions as fn, register_linalg_functions as la,
+                                        register_math_functions as mf, register_nn_functions as nn_fn)
 from hidet.graph.frontend.torch.registry import register_method
 from hidet.graph.frontend.torch.utils import is_tensor, shape_arg, to_hidet_device, to_hidet_dtype, torch_size
+from hidet.graph.tensor import Tensor
 
 T = torch.Tensor
 
@@ -330,8 +329,6 @@ for _names, _conv in ((('sum',), fn.sum_), (('mean',), fn.mean), (('prod',), fn.
 # ---------------------------------------------------------------- creation from a tensor
 def _new(value_fn):
     def convert(self: Tensor, *size, dtype=None, device=None, requires_grad=False, layout=None, pin_memory=False):
-        import hidet
-
         dtype = to_hidet_dtype(dtype) or self.dtype
         device = to_hidet_device(device) or self.device
         return value_fn(hidet, shape_arg(size) if size else [], dtype, device)
@@ -346,7 +343,5 @@ register_method('new_ones')(_new(lambda h, s, dt, dev: h.ones(s, dt, dev)))
 @register_method('new_full')
 def new_full(self: Tensor, size, fill_value, *, dtype=None, device=None, requires_grad=False, layout=None,
              pin_memory=False):
-    import hidet
-
     return hidet.full(shape_arg([size]), fill_value, to_hidet_dtype(dtype) or self.dtype,
                       to_hidet_device(device) or self.device)

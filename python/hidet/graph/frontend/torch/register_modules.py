@@ -4,9 +4,9 @@ calls). Each reads its module's configuration and parameters (``self.param``) an
 function conversions."""
 from torch import nn
 
+import hidet
 from hidet import ops
-from hidet.graph.frontend.torch import register_linalg_functions as la
-from hidet.graph.frontend.torch import register_nn_functions as F
+from hidet.graph.frontend.torch import register_linalg_functions as la, register_nn_functions as F
 from hidet.graph.frontend.torch.registry import HidetModule, register_module
 
 
@@ -237,7 +237,5 @@ class HidetMultiheadAttention(HidetModule):
 
     def _convert(self, value):
         if self._to_constant is None:
-            import hidet
-
             return hidet.from_torch(value)
         return self._to_constant(value)

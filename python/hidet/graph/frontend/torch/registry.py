@@ -23,6 +23,9 @@ import operator
 from collections.abc import MutableMapping
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple, Type
 
+import hidet
+from hidet.graph.tensor import Tensor
+
 GUIDE = 'docs/torch-frontend.md ("Adding an operator mapping")'
 
 
@@ -44,8 +47,6 @@ class HidetModule:
                 return None
             raise ValueError(f'{type(self.mod).__name__} has no parameter or buffer {name!r}')
         if self._to_constant is None:
-            import hidet
-
             return hidet.from_torch(value)
         return self._to_constant(value)
 
@@ -266,8 +267,6 @@ def _binds(fn, args, kwargs) -> bool:
         bound = sig.bind(*args, **kwargs)
     except TypeError:
         return False
-    from hidet.graph.tensor import Tensor
-
     for name, value in bound.arguments.items():
         want = _tensor_annotation(sig.parameters[name].annotation)
         if want == 'tensor' and not isinstance(value, Tensor):
@@ -278,8 +277,6 @@ def _binds(fn, args, kwargs) -> bool:
 
 
 def _tensor_annotation(annotation) -> Optional[str]:
-    from hidet.graph.tensor import Tensor
-
     if annotation is Tensor or annotation == 'Tensor':
         return 'tensor'
     if annotation == 'Optional[Tensor]':
