@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Dict, List, Optional, Sequence, Set
 
+from hidet.backend.primitives import render
 from hidet.ir.dtypes import DataType
 from hidet.ir.expr import (Binary, BufferLoad, Call, Cast, Constant, Expr, Select, SymbolVar, Unary, Var, convert,
                            promote)
@@ -300,8 +301,6 @@ class CodeGen:
         if isinstance(e, Address):
             return f'({self.expr(e.base)} + {self.expr(e.index)})'
         if isinstance(e, PrimCall):
-            from hidet.backend.primitives import render
-
             pointee = '' if e.dtype is void else self.storage_type(e.dtype)
             return render(e.name, self.target, [self.expr(a) for a in e.args], e.attrs, pointee)
         args = [self.expr(a) if p.type is not None else self.cast(self.expr(a), a.dtype, p.dtype)

@@ -17,6 +17,7 @@ from typing import List, Optional
 import hidet
 from hidet.backend import cache
 from hidet.backend.compiler import include_dir, lib_dir
+from hidet.cli import bench
 
 
 def _paths_and_info(args) -> None:
@@ -49,8 +50,6 @@ def _cache(args) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from hidet.cli import bench
-
     parser = argparse.ArgumentParser(prog='hidet', description='hidet: a deep-learning inference compiler.')
     parser.add_argument('--include-dir', action='store_true', help='print the directory holding hidet/runtime.h')
     parser.add_argument('--lib-dir', action='store_true', help='print the directory holding libhidet_runtime.so')

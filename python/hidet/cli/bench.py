@@ -21,7 +21,8 @@ import time
 from typing import Callable, Dict, List, Optional, Tuple
 
 import hidet
-from hidet.cli import suite
+from hidet.cli import accuracy, suite
+from hidet.cli.models import make_model
 
 BACKENDS = ('hidet', 'eager', 'inductor', 'inductor-ro', 'inductor-ma')
 # torch.compile's mode of each inductor baseline
@@ -165,8 +166,6 @@ def _op_case(args) -> Tuple[Callable, List, Callable[[int], Callable], Callable,
 def _model_case(args):
     import torch
 
-    from hidet.cli.models import make_model
-
     model, inputs = make_model(args.name, args.batch, args.seq, args.device, getattr(torch, _DTYPES[args.dtype]))
     return model, inputs, f'{args.name} batch {args.batch} {args.dtype}'
 
@@ -230,8 +229,6 @@ def _backends(args) -> List[str]:
 def run(args) -> int:
     import torch
     from tabulate import tabulate
-
-    from hidet.cli import accuracy
 
     if args.device is None:
         args.device = 'cuda' if torch.cuda.is_available() else 'cpu'

@@ -17,6 +17,7 @@ from typing import Dict, List, Sequence, Tuple
 import hidet.option
 from hidet.backend.cache import build_libraries
 from hidet.backend.codegen import generate
+from hidet.drivers.tuning import choose_configs
 from hidet.ir.schedulers import schedule_task
 from hidet.ir.task import Task
 from hidet.kernels import find as find_template
@@ -37,8 +38,6 @@ def _memo_key(task: Task, target: str, space: int) -> Tuple[str, str, str, int]:
 def task_sources(jobs: Sequence[Tuple[Task, str]], space: int = 0) -> List[str]:
     """The kernel-library source of each (task, target): a template's at its chosen config, else the
     auto-scheduler's."""
-    from hidet.drivers.tuning import choose_configs
-
     found = [find_template(task, target) for task, target in jobs]
     points = [t.points(task, target) if t is not None else [] for (task, target), t in zip(jobs, found)]
     tuned = [p for ps in points for p in ps]

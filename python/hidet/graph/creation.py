@@ -10,7 +10,7 @@ from typing import Optional
 
 import numpy as np
 
-from hidet.graph.tensor import Tensor, _cast_host, _empty, _from_host_values, _normalize_shape
+from hidet.graph.tensor import Tensor, _cast_host, _empty, _from_host_values, _normalize_shape, from_torch
 from hidet.ir.dtypes import DataType, bfloat16, boolean, data_type, float32, int64
 from hidet.runtime.device import device as _device
 
@@ -95,8 +95,6 @@ def asarray(obj, dtype=None, device=None) -> Tensor:
     if isinstance(obj, Tensor):
         return obj.to(dtype=dtype, device=device)
     if type(obj).__module__.startswith('torch'):
-        from hidet.graph.tensor import from_torch
-
         return from_torch(obj).to(dtype=dtype, device=device)
     array = np.asarray(obj)
     if array.dtype == np.float64 and not isinstance(obj, np.ndarray) and dtype is None:

@@ -86,8 +86,6 @@ class FlowGraph:
     # ------------------------------------------------------------------ running
     def __call__(self, *inputs: Tensor) -> Union[Tensor, List[Tensor]]:
         """Run node by node on concrete inputs (imperative; for debugging — ``build`` for speed)."""
-        from hidet.graph.tensor import bind_symbols
-
         values = self._bind_inputs(inputs)
         # the symbols' values, from the graph's inputs: an operator's inputs may not show them by themselves
         # (a reshape of [batch * seq, 4] back into [batch, seq, 4])

@@ -8,7 +8,7 @@ import functools
 import threading
 from typing import Any, Dict, List, Optional, Sequence
 
-from hidet.graph.tensor import Tensor, _empty
+from hidet.graph.tensor import Tensor, _empty, bind_symbols
 from hidet.ir.expr import evaluate_dim
 from hidet.ir.task import Task
 from hidet.runtime.device import device as _device
@@ -86,7 +86,6 @@ class Operator:
         The symbolic dimensions' values are read from the inputs' shapes, or given (by a graph run)."""
         # (the drivers load at the first kernel built: import hidet stays light)
         from hidet.drivers import build_task
-        from hidet.graph.tensor import bind_symbols
         symbols = self.task.symbols()
         values = {} if not symbols else dict(symbol_values) if symbol_values is not None else \
             bind_symbols(self.inputs, inputs)

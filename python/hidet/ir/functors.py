@@ -4,7 +4,9 @@ from __future__ import annotations
 from typing import Callable, Dict, Iterator, List, Optional
 
 from hidet.ir.compute import GridCompute, ReduceCompute, TensorNode
-from hidet.ir.expr import Binary, BufferLoad, Call, Cast, Constant, Expr, Select, TensorElement, Unary, Var
+from hidet.ir.dtypes import int32, int64
+from hidet.ir.expr import (Binary, BufferLoad, Call, Cast, Constant, Expr, Select, TensorElement, Unary, Var, same_dim,
+                           simplify_dim)
 
 
 def children(node) -> tuple:
@@ -124,8 +126,6 @@ def narrow_index(expr: Expr) -> Expr:
     constants and operations made int32. Only for expressions whose every intermediate value the caller
     knows to fit in int32 (an offset into a tensor of fewer than 2^31 elements computed from indices inside
     it): 64-bit division by a constant costs several times the 32-bit one on a GPU."""
-    from hidet.ir.dtypes import int32, int64
-
     def fn(e: Expr):
         if isinstance(e, Cast) and e.dtype == int64 and e.a.dtype == int32:
             return e.a
@@ -145,8 +145,6 @@ def merge_divmod(expr: Expr, static_divisors: bool = True) -> Expr:
     and flattened back; also ``(a + x / c) * c + x % c`` → ``a * c + x``, the form a row-major flat index of
     a reshape's input takes (``((m * 12 + k / 64) * 64 + k % 64``). ``static_divisors=False`` merges only
     where c is symbolic (the C compiler folds static ones, and static kernels keep their sources)."""
-    from hidet.ir.expr import same_dim, simplify_dim
-
     def terms(x: Expr) -> List[Expr]:
         return terms(x.a) + terms(x.b) if isinstance(x, Binary) and x.op == '+' else [x]
 

@@ -13,8 +13,10 @@ from __future__ import annotations
 
 from typing import Dict, List, Optional
 
+from hidet.ir import stmt as st
 from hidet.ir.compute import ReduceCompute, TensorNode
-from hidet.ir.expr import Binary, Call, Cast, Constant, Expr, Select, TensorElement, Unary, Var
+from hidet.ir.expr import Binary, BufferLoad, Call, Cast, Constant, Expr, Select, SymbolVar, TensorElement, Unary, Var
+from hidet.ir.lowlevel import Address, FunctionCall, PrimCall
 
 
 class Namer:
@@ -24,8 +26,6 @@ class Namer:
         self.names: Dict[int, str] = {}
 
     def var(self, v: Var) -> str:
-        from hidet.ir.expr import SymbolVar
-
         if isinstance(v, SymbolVar):  # a dimension is identified by its name (it binds dims[] by name)
             return f'${v.name}'
         if id(v) not in self.names:
@@ -35,9 +35,6 @@ class Namer:
 
 def expr_text(e: Expr, namer: Optional[Namer] = None, typed: bool = True) -> str:
     """The text of ``e``; ``typed=False`` leaves out the dtypes of constants and calls (pseudo-code)."""
-    from hidet.ir.expr import BufferLoad
-    from hidet.ir.lowlevel import Address, FunctionCall, PrimCall
-
     namer = namer or Namer()
 
     def t(x: Expr) -> str:
@@ -110,8 +107,6 @@ def _var_type(v: Var) -> str:
 
 
 def stmt_lines(s, namer: ReadableNamer, indent: int = 0) -> List[str]:
-    from hidet.ir import stmt as st
-
     pad = '  ' * indent
 
     def e(x) -> str:

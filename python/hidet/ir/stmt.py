@@ -4,12 +4,12 @@ from __future__ import annotations
 from typing import List, Optional, Sequence, Tuple
 
 from hidet.ir.expr import Expr, Var, convert
+from hidet.ir.printer import function_text, module_text, stmt_text
+from hidet.ir.type import void
 
 
 class Stmt:
     def __str__(self) -> str:
-        from hidet.ir.printer import stmt_text
-
         return stmt_text(self)
 
 
@@ -104,16 +104,12 @@ class Function:
 
     def __init__(self, name: str, params: Sequence[Var], body: Stmt, kind: str,
                  grid: Tuple[int, ...] = (1,), block: Tuple[int, ...] = (1,), ret_type=None, dynamic_smem=0):
-        from hidet.ir.type import void
-
         self.name, self.params, self.body, self.kind = name, list(params), body, kind
         self.grid, self.block = tuple(grid), tuple(block)
         self.ret_type = void if ret_type is None else ret_type
         self.dynamic_smem = dynamic_smem
 
     def __str__(self) -> str:
-        from hidet.ir.printer import function_text
-
         return function_text(self)
 
 
@@ -131,6 +127,4 @@ class IRModule:
         self.symbols: List[str] = []  # names of the symbolic dimensions, bound from the ABI's dims in this order
 
     def __str__(self) -> str:
-        from hidet.ir.printer import module_text
-
         return module_text(self)

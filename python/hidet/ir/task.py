@@ -5,8 +5,9 @@ from __future__ import annotations
 import hashlib
 from typing import Any, Dict, List, Sequence
 
-from hidet.ir.compute import TensorNode
-from hidet.ir.functors import collect
+from hidet.ir.compute import GridCompute, ReduceCompute, TensorNode
+from hidet.ir.expr import Constant, SymbolVar, TensorElement, evaluate_dim, symbols_of
+from hidet.ir.functors import collect, rewrite
 from hidet.ir.printer import Namer, tensor_definition_text
 
 
@@ -31,9 +32,6 @@ class Task:
         return self._symbols
 
     def _find_symbols(self) -> List[str]:
-        from hidet.ir.compute import ReduceCompute
-        from hidet.ir.expr import symbols_of
-
         exprs = []
         for out in self.outputs:
             for node in collect(out, TensorNode):
@@ -45,10 +43,6 @@ class Task:
     def instantiate(self, values: Dict[str, int]) -> 'Task':
         """The task with its symbolic dimensions taken at ``values`` ({name: size}): a static task (what a
         template tunes at, for the range of sizes it serves)."""
-        from hidet.ir.compute import GridCompute, ReduceCompute, TensorNode
-        from hidet.ir.expr import Constant, SymbolVar, TensorElement, evaluate_dim
-        from hidet.ir.functors import rewrite
-
         nodes: Dict[int, TensorNode] = {}
 
         def size(d):

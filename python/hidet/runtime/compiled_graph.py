@@ -14,6 +14,9 @@ from typing import Dict, List, Optional, Sequence, Tuple, Union
 from hidet import _C
 from hidet.ir.dtypes import DataType, data_type
 from hidet.runtime import artifact
+from hidet.runtime.compiled_module import _default_stream
+from hidet.runtime.cuda import current_device, current_stream
+from hidet.runtime.device import Device
 
 
 class TensorSignature:
@@ -56,8 +59,6 @@ class CompiledGraph:
     ``sha256`` (64 hex digits) pins the bytes' digest (docs/runtime.md, "Trust")."""
 
     def __init__(self, data: bytes, source: str = '<memory>', sha256: Optional[str] = None):
-        from hidet.runtime.cuda import current_device
-
         # device_id matters only for CUDA artifacts; the loader ignores it for CPU ones.
         device_id = current_device()
         self._graph = _C.Graph.load_bytes(data, device_id, str(source), sha256)
@@ -202,8 +203,6 @@ class CompiledGraph:
             return int(getattr(stream, 'handle', stream))
         if self.target == 'cpu':
             return 0
-        from hidet.runtime.compiled_module import _default_stream
-
         return _default_stream(inputs) if inputs else _current_hidet_stream()
 
     # ------------------------------------------------------------------ files
@@ -330,8 +329,6 @@ def load_compiled_graph(path: str, sha256: Optional[str] = None) -> CompiledGrap
 
 
 def _device_of(target: str, device_id: int):
-    from hidet.runtime.device import Device
-
     return Device('cpu') if target == 'cpu' else Device('cuda', device_id)
 
 
@@ -340,6 +337,4 @@ def _torch_dtype_name(dtype) -> str:
 
 
 def _current_hidet_stream() -> int:
-    from hidet.runtime.cuda import current_stream
-
     return current_stream().handle

@@ -6,6 +6,7 @@ import os
 from typing import Optional, Sequence
 
 from hidet import _C
+from hidet.runtime.cuda import current_stream
 
 
 def _buffer_address(arg) -> int:
@@ -30,8 +31,6 @@ def _default_stream(args) -> int:
             return torch.cuda.current_stream(arg.device).cuda_stream
     for arg in args:
         if hasattr(arg, 'device') and str(getattr(arg, 'device')).startswith('cuda'):
-            from hidet.runtime.cuda import current_stream
-
             return current_stream().handle
     return 0
 

@@ -9,6 +9,7 @@ from typing import List, Optional, Sequence, Union
 
 from hidet.graph.operator import Operator
 from hidet.graph.ops import arithmetic as ew
+from hidet.graph.ops.reshape import reshape
 from hidet.graph.ops.utils import input_node
 from hidet.graph.tensor import Tensor
 from hidet.ir.compute import compute, default_acc_dtype, reduce
@@ -123,8 +124,6 @@ def _conv(nd: int, x: Tensor, weight: Tensor, bias: Optional[Tensor], stride, pa
     y = ConvOp(x, weight, _tuple(op, 'stride', stride, nd), _tuple(op, 'padding', padding, nd),
                _tuple(op, 'dilation', dilation, nd), int(groups)).get_output(0)
     if bias is not None:
-        from hidet.graph.ops.reshape import reshape
-
         y = ew.add(y, reshape(bias, [bias.shape[0]] + [1] * nd))
     return y
 
@@ -186,7 +185,5 @@ def conv_transpose2d(x: Tensor, weight: Tensor, bias: Optional[Tensor] = None, s
                           _tuple(op, 'output_padding', output_padding, 2), _tuple(op, 'dilation', dilation, 2),
                           int(groups)).get_output(0)
     if bias is not None:
-        from hidet.graph.ops.reshape import reshape
-
         y = ew.add(y, reshape(bias, [bias.shape[0], 1, 1]))
     return y

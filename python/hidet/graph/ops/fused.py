@@ -5,6 +5,7 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Dict, List, Sequence
 
+from hidet.graph.flow_graph import display_name
 from hidet.graph.operator import Operator
 from hidet.graph.tensor import Tensor
 from hidet.ir.compose import TensorReplacer, has_reduction
@@ -33,8 +34,6 @@ class FusedOperator(Operator):
 
     @property
     def display_name(self) -> str:
-        from hidet.graph.flow_graph import display_name
-
         return f'Fused[{", ".join(display_name(m) for m in self.members)}]'
 
     @staticmethod

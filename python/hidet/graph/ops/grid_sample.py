@@ -7,7 +7,11 @@ float32, as torch computes them.
 """
 from __future__ import annotations
 
+from hidet.graph.creation import asarray
 from hidet.graph.operator import Operator
+from hidet.graph.ops.matmul import matmul
+from hidet.graph.ops.reshape import reshape
+from hidet.graph.ops.transform import transpose
 from hidet.graph.ops.utils import input_node
 from hidet.graph.tensor import Tensor
 from hidet.ir.compute import compute
@@ -91,11 +95,6 @@ def affine_grid(theta: Tensor, size, align_corners: bool = False) -> Tensor:
     """The sampling grid [N, H, W, 2] of the affine maps theta [N, 2, 3] over an output of ``size``
     (N, C, H, W): grid[n, i, j] = theta[n] @ (x_j, y_i, 1), the base coordinates in [-1, 1]."""
     import numpy as np
-
-    from hidet.graph.creation import asarray
-    from hidet.graph.ops.matmul import matmul
-    from hidet.graph.ops.reshape import reshape
-    from hidet.graph.ops.transform import transpose
 
     n, _, h, w = (int(s) for s in size)
     if theta.ndim != 3 or tuple(theta.shape[1:]) != (2, 3) or theta.shape[0] != n:

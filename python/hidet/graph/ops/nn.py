@@ -7,8 +7,11 @@ import math
 from typing import Optional, Sequence, Union
 
 from hidet.graph.operator import Operator
-from hidet.graph.ops import arithmetic as ew
-from hidet.graph.ops import reduce as red
+from hidet.graph.ops import arithmetic as ew, reduce as red
+from hidet.graph.ops.attention import attention
+from hidet.graph.ops.matmul import matmul
+from hidet.graph.ops.reshape import reshape
+from hidet.graph.ops.transform import pad, strided_slice, transpose
 from hidet.graph.ops.utils import input_node, normalize_axis
 from hidet.graph.tensor import Tensor
 from hidet.ir.compute import compute
@@ -101,8 +104,6 @@ def _channel_param(p: Optional[Tensor], ndim: int) -> Optional[Tensor]:
     """A per-channel vector [C] as a tensor [C, 1, ..., 1] broadcasting over an [N, C, ...] input."""
     if p is None:
         return None
-    from hidet.graph.ops.reshape import reshape
-
     return reshape(p, [p.shape[0]] + [1] * (ndim - 2))
 
 
@@ -111,8 +112,6 @@ def group_norm(x: Tensor, num_groups: int, weight: Optional[Tensor] = None, bias
     """torch.nn.functional.group_norm. The channels split into [groups, channels per group] by a reshape that
     keeps the other dimensions apart, so each channel's statistics are read at an index of its own
     dimensions only and the fused kernel computes them per row (hidet.ir.schedulers.lowering.row_split)."""
-    from hidet.graph.ops.reshape import reshape
-
     _require_float('group_norm', x)
     if x.ndim < 2 or x.shape[1] % num_groups != 0:
         raise ValueError(f'group_norm: the channels of input {x.shape} (dimension 1) must divide into '
@@ -159,8 +158,6 @@ def local_response_norm(x: Tensor, size: int, alpha: float = 1e-4, beta: float =
     """x / (k + alpha / size · Σ x²)^beta, the sum over ``size`` channels (dimension 1) around each: ``window``
     = (before, after) channels, torch's (size // 2, (size - 1) // 2) by default (ONNX's puts the longer side
     after)."""
-    from hidet.graph.ops.transform import pad, strided_slice
-
     _require_float('local_response_norm', x)
     if x.ndim < 3:
         raise ValueError(f'local_response_norm: expected [batch, channels, ...], got {x.shape}')
@@ -180,10 +177,6 @@ def scaled_dot_product_attention(q: Tensor, k: Tensor, v: Tensor, attn_mask: Opt
     """softmax(q @ kᵀ · scale + mask) @ v, as torch.nn.functional.scaled_dot_product_attention (inference:
     no dropout). A bool mask keeps the positions where it is True; a float mask is added. One fused
     attention operator (attention.py) where q, k and v share their batch dimensions, else composed."""
-    from hidet.graph.ops.attention import attention
-    from hidet.graph.ops.matmul import matmul
-    from hidet.graph.ops.transform import transpose
-
     if q.ndim < 2 or q.shape[-1] != k.shape[-1] or k.shape[-2] != v.shape[-2]:
         raise ValueError(f'scaled_dot_product_attention: q {q.shape}, k {k.shape}, v {v.shape} do not match: '
                          'q and k need the same last dimension, k and v the same sequence length')

@@ -6,7 +6,7 @@ from typing import Optional, Sequence, Union
 
 from hidet.graph.operator import Operator
 from hidet.graph.ops import arithmetic as ew
-from hidet.graph.ops.reshape import reshape
+from hidet.graph.ops.reshape import reshape, squeeze
 from hidet.graph.ops.utils import input_node, normalize_axes, normalize_axis
 from hidet.graph.tensor import Tensor, _numel
 from hidet.ir.compute import compute, default_acc_dtype, reduce
@@ -154,8 +154,6 @@ def logsumexp(x: Tensor, dims: Axes = None, keepdim: bool = False) -> Tensor:
     total = ew.log(_reduce(ew.exp(ew.subtract(xf, shift)), dims, True, 'sum'))
     out = ew.add(total, shift)
     if not keepdim:
-        from hidet.graph.ops.reshape import squeeze
-
         out = squeeze(out, normalize_axes('logsumexp', dims, x.ndim))
     return ew.cast_(out, x.dtype)
 

@@ -15,7 +15,10 @@ from typing import List, Sequence
 
 from hidet.graph.operator import Operator
 from hidet.graph.ops import arithmetic as ew
+from hidet.graph.ops.creation import full
 from hidet.graph.ops.indexing import check_index_into_empty
+from hidet.graph.ops.reshape import reshape
+from hidet.graph.ops.transform import broadcast
 from hidet.graph.ops.utils import input_node, normalize_axis
 from hidet.graph.tensor import Tensor, _numel
 from hidet.ir.compute import compute, default_acc_dtype, reduce
@@ -96,8 +99,6 @@ def scatter_elements(data: Tensor, axis: int, index: Tensor, src, reduce: str = 
                          f'(but along axis {axis})')
     check_index_into_empty('scatter', index, data.shape[axis], axis)
     if not isinstance(src, Tensor):
-        from hidet.graph.ops.creation import full
-
         src = full(list(index.shape), src, data.dtype, data.device)
     if src.ndim != data.ndim or any(s < i for s, i in zip(src.shape, index.shape)):
         raise ValueError(f'scatter: src {src.shape} must be at least as large as index {index.shape}')
@@ -161,8 +162,6 @@ def _combine(data: Tensor, total: Tensor, reduce: str, include_self: bool, count
 def scatter_nd(data: Tensor, indices: Tensor, updates: Tensor, reduce: str = 'none') -> Tensor:
     """ONNX ScatterND: indices [..., k] name slices data[i0, ..., ik-1, :] that take (or reduce with) the
     slices of updates [..., data.shape[k:]]."""
-    from hidet.graph.ops.reshape import reshape
-
     if reduce not in REDUCTIONS:
         raise ValueError(f"scatter_nd: reduce must be one of {REDUCTIONS}, got {reduce!r}")
     k = indices.shape[-1]
@@ -210,9 +209,6 @@ class _TakeMatchedNdOp(Operator):
 
 def _along(index: Tensor, axis: int, shape: Sequence[int]) -> Tensor:
     """A 1-D index of m entries as an index tensor of ``shape`` with m along ``axis`` (index_copy & co)."""
-    from hidet.graph.ops.reshape import reshape
-    from hidet.graph.ops.transform import broadcast
-
     if index.ndim > 1:
         raise ValueError(f'index_copy/index_add/index_fill: the index must be 0-D or 1-D, got {index.shape}')
     m = index.shape[0] if index.ndim else 1

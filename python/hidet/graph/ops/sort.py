@@ -13,7 +13,12 @@ from __future__ import annotations
 from typing import Tuple
 
 from hidet.graph.operator import Operator
+from hidet.graph.ops import arithmetic as ew
+from hidet.graph.ops.creation import full
 from hidet.graph.ops.indexing import gather
+from hidet.graph.ops.reduce import any as any_of, argmax
+from hidet.graph.ops.reshape import squeeze
+from hidet.graph.ops.transform import strided_slice
 from hidet.graph.ops.utils import input_node, normalize_axis
 from hidet.graph.tensor import Tensor
 from hidet.ir.compute import compute, reduce
@@ -78,8 +83,6 @@ class PositionsOp(Operator):
 
 def _ordered(op: str, x: Tensor, k: int, axis: int, descending: bool) -> Tuple[Tensor, Tensor]:
     if x.ndim == 0:  # one element: itself, at index 0
-        from hidet.graph.ops.creation import full
-
         return x, full([], 0, 'int64', x.device)
     axis = normalize_axis(op, axis, x.ndim)
     n = x.shape[axis]
@@ -111,9 +114,6 @@ def topk(x: Tensor, k: int, axis: int = -1, largest: bool = True) -> Tuple[Tenso
 
 def kthvalue(x: Tensor, k: int, axis: int = -1, keepdim: bool = False) -> Tuple[Tensor, Tensor]:
     """(value, index) of the k-th smallest element (k from 1) along ``axis``, as torch.kthvalue."""
-    from hidet.graph.ops.reshape import squeeze
-    from hidet.graph.ops.transform import strided_slice
-
     values, indices = _ordered('kthvalue', x, k, axis, False)
     axis = normalize_axis('kthvalue', axis, max(x.ndim, 1))
     values, indices = (strided_slice(t, [k - 1], [k], axes=[axis]) for t in (values, indices))
@@ -123,9 +123,6 @@ def kthvalue(x: Tensor, k: int, axis: int = -1, keepdim: bool = False) -> Tuple[
 def median(x: Tensor, axis: int = -1, keepdim: bool = False) -> Tuple[Tensor, Tensor]:
     """(value, index) of the lower median along ``axis``, as torch.median(dim): a row holding NaN gives NaN
     and the index of its first NaN."""
-    from hidet.graph.ops import arithmetic as ew
-    from hidet.graph.ops.reduce import any as any_of, argmax
-
     if x.ndim == 0:
         return _ordered('median', x, 1, 0, False)
     axis = normalize_axis('median', axis, x.ndim)

@@ -12,6 +12,8 @@ from typing import List
 
 from hidet.graph.flow_graph import FlowGraph
 from hidet.graph.operator import Operator
+from hidet.graph.ops.conv import ConvChannelsLastOp, ConvOp
+from hidet.graph.ops.matmul import MatmulOp
 from hidet.graph.tensor import Tensor
 from hidet.graph.transforms.base import GraphPass, rewrite_graph
 from hidet.graph.transforms.pass_context import PassContext
@@ -19,9 +21,6 @@ from hidet.ir.task import Task
 
 
 def _has_gemm(op: Operator) -> bool:
-    from hidet.graph.ops.conv import ConvChannelsLastOp, ConvOp
-    from hidet.graph.ops.matmul import MatmulOp
-
     kinds = (MatmulOp, ConvOp, ConvChannelsLastOp)
     members = getattr(op, 'members', None)
     return isinstance(op, kinds) or bool(members) and any(isinstance(m, kinds) for m in members)

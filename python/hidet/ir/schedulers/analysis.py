@@ -16,6 +16,7 @@ from typing import Optional, Sequence, Tuple
 
 from hidet.ir.expr import Binary, Cast, Constant, Expr, Select, Unary, Var
 from hidet.ir.functors import collect
+from hidet.ir.printer import expr_text
 
 
 def depends_on(e: Expr, variables: Sequence[Var]) -> bool:
@@ -75,6 +76,4 @@ class _IdNamer:
 
 
 def structural_key(e: Expr) -> str:
-    from hidet.ir.printer import expr_text
-
     return expr_text(e, _IdNamer())

@@ -14,6 +14,7 @@ from typing import Dict, List, Optional
 
 from hidet.ir.expr import evaluate_dim, symbols_of
 from hidet.ir.task import Task
+from hidet.kernels.matmul.source import template_source
 
 from .base import GemmTemplate
 from .mma import MmaConfig
@@ -65,8 +66,6 @@ class SymbolicMmaTemplate(GemmTemplate):
         return list(self._points)
 
     def source_of(self, configs: List[MmaConfig]) -> str:
-        from .source import template_source
-
         from dataclasses import replace
 
         ranges = []

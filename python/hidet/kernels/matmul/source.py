@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import List
 
+from hidet.kernels.matmul.mma import build_script_module
+
 from .mma import MmaConfig, kernel_name, tiles, vector_store, workspace_floats
 from .spec import GemmSpec
 
@@ -41,8 +43,6 @@ def template_source(spec: GemmSpec, cfg, fallback: bool = True, entry: str = 'la
     # (Hidet Script and the code generator load when a kernel is built: import hidet, which reads the
     # templates through the fusion policy, stays light)
     from hidet.backend.codegen import CodeGen, generate, merge_libraries, symbol_bindings
-
-    from .mma import build_script_module
 
     ranges = [(None, cfg)] if isinstance(cfg, MmaConfig) else list(cfg)
     symbols = spec.task.symbols()

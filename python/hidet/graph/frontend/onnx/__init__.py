@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import importlib
 
+from hidet.graph.frontend.onnx import module, registry
+from hidet.graph.frontend.onnx.module import from_onnx as _from_onnx
+from hidet.graph.frontend.onnx.utils import OnnxConversionError
+
 _FAMILIES = ('ops_math', 'ops_nn', 'ops_reduce', 'ops_shape', 'ops_index', 'ops_image', 'ops_attention',
              'ops_quant')
 
@@ -24,8 +28,6 @@ def load_converters() -> None:
 
 
 def from_onnx(model, input_shapes=None, constant_inputs=None):
-    from hidet.graph.frontend.onnx.module import from_onnx as _from_onnx
-
     return _from_onnx(model, input_shapes, constant_inputs)
 
 
@@ -35,16 +37,10 @@ see hidet.graph.frontend.onnx.module.from_onnx."""
 
 def __getattr__(name):
     if name in ('OnnxModule', 'OnnxInput'):
-        from hidet.graph.frontend.onnx import module
-
         return getattr(module, name)
     if name in ('OnnxUnsupportedError', 'supported_ops_markdown', 'registered'):
-        from hidet.graph.frontend.onnx import registry
-
         return getattr(registry, name)
     if name == 'OnnxConversionError':
-        from hidet.graph.frontend.onnx.utils import OnnxConversionError
-
         return OnnxConversionError
     raise AttributeError(f'module {__name__!r} has no attribute {name!r}')
 

@@ -9,9 +9,9 @@ import torch
 import torch.fx
 
 import hidet
-from hidet.graph.tensor import Tensor
-from hidet.graph.frontend.torch.interpreter import Interpreter, leaves, node_target_name
+from hidet.graph.frontend.torch.interpreter import Interpreter, leaves, map_structure, node_target_name
 from hidet.graph.frontend.torch.registry import Registry
+from hidet.graph.tensor import Tensor
 
 # e_h above these is flagged
 TOLERANCE = {'float64': 1e-6, 'float32': 1e-4, 'float16': 2e-2, 'bfloat16': 5e-2}
@@ -30,8 +30,6 @@ class _Recorder(torch.fx.Interpreter):
 
 def _snapshot(value):
     """A copy of the tensors in ``value`` (later in-place ops must not change what was recorded)."""
-    from hidet.graph.frontend.torch.interpreter import map_structure
-
     return map_structure(value, lambda v: v.detach().clone() if isinstance(v, torch.Tensor) else v)
 
 

@@ -19,12 +19,14 @@ import torch
 import torch.fx
 
 import hidet
-from hidet.graph.tensor import Tensor
-from hidet.utils import logs
-from hidet.graph.frontend.torch.dynamo_config import CompileOptions, dynamo_config
+from hidet.graph.frontend.torch.correctness import correctness_report
 from hidet.graph.frontend.torch.dynamic_shapes import dims_text, placeholder_dims
+from hidet.graph.frontend.torch.dynamo_config import CompileOptions, dynamo_config
+from hidet.graph.frontend.torch.fallback import split_unsupported
 from hidet.graph.frontend.torch.interpreter import Interpreter, map_structure, node_target_name
 from hidet.graph.frontend.torch.registry import Registry
+from hidet.graph.tensor import Tensor
+from hidet.utils import logs
 
 _GRAPH_IDS = itertools.count()
 
@@ -45,12 +47,8 @@ def hidet_backend(graph_module: torch.fx.GraphModule, example_inputs: Sequence[A
     if unsupported:
         if not config.fallback_to_eager:
             raise compiled.unsupported_error(example_inputs, unsupported)
-        from hidet.graph.frontend.torch.fallback import split_unsupported
-
         return split_unsupported(graph_module, constants, {n.name for n in unsupported}, config, registry)
     if config.correctness_report:
-        from hidet.graph.frontend.torch.correctness import correctness_report
-
         correctness_report(graph_module, example_inputs, constants, registry, print_table=True)
     compiled.prepare(example_inputs)
     return compiled

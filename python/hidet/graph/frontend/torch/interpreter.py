@@ -12,7 +12,6 @@ every such node and raises one ``UnsupportedOperatorsError`` naming each target.
 from __future__ import annotations
 
 import contextlib
-
 import operator
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
@@ -20,11 +19,12 @@ import torch
 import torch.fx
 
 import hidet
-from hidet.graph.tensor import Tensor
-from hidet.ir.expr import Expr
-from hidet.graph.operator import deferred_constants
+from hidet.graph.frontend.torch.dynamic_shapes import NotTranslatable, size_to_dim
 from hidet.graph.frontend.torch.registry import GUIDE, HidetModule, Registry, default_registry, target_name
 from hidet.graph.frontend.torch.utils import to_torch_dtype
+from hidet.graph.operator import deferred_constants
+from hidet.graph.tensor import Tensor
+from hidet.ir.expr import Expr
 
 try:  # dynamo re-raises these unchanged (instead of wrapping them in BackendCompilerFailed)
     from torch._dynamo.exc import ShortenTraceback as _Passthrough
@@ -307,8 +307,6 @@ class Interpreter:
         example = node.meta.get('example_value', node.meta.get('val'))
         if example is None:
             return UNKNOWN
-
-        from hidet.graph.frontend.torch.dynamic_shapes import NotTranslatable, size_to_dim
 
         def convert(v):
             try:

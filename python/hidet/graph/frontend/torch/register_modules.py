@@ -7,6 +7,7 @@ from torch import nn
 import hidet
 from hidet import ops
 from hidet.graph.frontend.torch import register_linalg_functions as la, register_nn_functions as F
+from hidet.graph.frontend.torch.register_methods import unflatten
 from hidet.graph.frontend.torch.registry import HidetModule, register_module
 
 
@@ -138,8 +139,6 @@ class HidetFlatten(HidetModule):
 @register_module(nn.Unflatten)
 class HidetUnflatten(HidetModule):
     def __call__(self, x):
-        from hidet.graph.frontend.torch.register_methods import unflatten
-
         return unflatten(x, self.mod.dim, self.mod.unflattened_size)
 
 

@@ -8,9 +8,10 @@ import torch
 import torch.nn.functional as F
 
 from hidet import ops
-from hidet.graph.tensor import Tensor
+from hidet.graph.frontend.torch.register_functions import norm, repeat_interleave
 from hidet.graph.frontend.torch.registry import register_function
 from hidet.graph.frontend.torch.utils import as_float, dims_arg, pair, same_dtype, to_hidet_dtype
+from hidet.graph.tensor import Tensor
 
 
 def _targets(*names, spaces=(F, torch, torch._C._nn)):
@@ -295,8 +296,6 @@ def instance_norm(input: Tensor, running_mean=None, running_var=None, weight: Op
 
 @register_function(F.normalize)
 def normalize(input: Tensor, p=2.0, dim=1, eps=1e-12, out=None):
-    from hidet.graph.frontend.torch.register_functions import norm
-
     return ops.divide(input, ops.maximum(norm(input, p, dim, keepdim=True), eps))
 
 
@@ -497,8 +496,6 @@ def pad(input: Tensor, pad, mode='constant', value=None):
 def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn_mask: Optional[Tensor] = None,
                                  dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False):
     if enable_gqa and key.ndim >= 3 and key.shape[-3] != query.shape[-3]:
-        from hidet.graph.frontend.torch.register_functions import repeat_interleave
-
         groups = query.shape[-3] // key.shape[-3]
         key, value = repeat_interleave(key, groups, -3), repeat_interleave(value, groups, -3)
     if attn_mask is not None and not attn_mask.dtype.is_float() and attn_mask.dtype.name != 'bool':
