@@ -60,10 +60,12 @@ def _target(node, module: str, is_package: bool) -> str:
     if isinstance(node, ast.Import):
         return node.names[0].name
     if not node.level:
-        return node.module
-    package = module if is_package else module.rsplit('.', 1)[0]
-    base = package.split('.')[:len(package.split('.')) - node.level + 1]
-    return '.'.join(base + ([node.module] if node.module else []))
+        target = node.module
+    else:
+        package = module if is_package else module.rsplit('.', 1)[0]
+        base = package.split('.')[:len(package.split('.')) - node.level + 1]
+        target = '.'.join(base + ([node.module] if node.module else []))
+    return f'{target}.{node.names[0].name}' if target == 'hidet' else target  # `from hidet import _C`: hidet._C
 
 
 def _unexplained_function_imports(path: str, module: str, is_package: bool):

@@ -16,7 +16,7 @@ import sys
 from dataclasses import dataclass
 from typing import List, Optional, Tuple
 
-from hidet import option
+from hidet import _C, option
 from hidet.option import Options, normalize_cuda_arch
 
 TARGETS = ('cpu', 'cuda')
@@ -45,8 +45,6 @@ class CompilationError(RuntimeError):
 def _install_root() -> str:
     """Where the package's built parts live: beside the compiled ``_C`` module (in an editable install
     the Python sources stay in the checkout while headers and libraries are installed here)."""
-    from hidet import _C
-
     return os.path.dirname(os.path.abspath(_C.__file__))
 
 

@@ -9,6 +9,9 @@ import json
 import struct
 from typing import Dict, List, Tuple
 
+import numpy as np
+
+from hidet import _C
 from hidet.ir.expr import Binary, Cast, Constant, SymbolVar
 
 MAGIC = b'HIDETART'
@@ -22,10 +25,6 @@ _FNV_OFFSET, _FNV_PRIME, _MASK = 0xCBF29CE484222325, 0x100000001B3, (1 << 64) - 
 
 def fnv1a64(data: bytes) -> int:
     """FNV-1a 64-bit hash of ``data`` (computed by the C++ runtime: the loader checks the same)."""
-    import numpy as np
-
-    from hidet import _C
-
     arr = np.frombuffer(data, dtype=np.uint8)
     return _C.fnv1a64(arr.ctypes.data if arr.nbytes else 0, arr.nbytes)
 
