@@ -38,34 +38,26 @@ def _layer(module: str):
     return None
 
 
-def _module_level_imports(path: str, module: str, is_package: bool):
-    package = module if is_package else module.rsplit('.', 1)[0]
-    for node in ast.parse(open(path).read(), path).body:
-        if isinstance(node, ast.Import):
-            yield from (a.name for a in node.names)
-        elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                base = package.split('.')[:len(package.split('.')) - node.level + 1]
-                target = '.'.join(base + ([node.module] if node.module else []))
-            else:
-                target = node.module
-            if target == 'hidet' or node.module is None:  # `from hidet import option`: hidet.option
-                yield from (f'{target}.{a.name}' for a in node.names)
-            else:
-                yield target
-
-
-def _target(node, module: str, is_package: bool) -> str:
-    """The module an import statement reads (its first, for ``import a, b``)."""
+def _targets(node, module: str, is_package: bool):
+    """The modules an import statement reads: ``from hidet import option`` (or ``from . import x``) reads
+    hidet.option, not the package."""
     if isinstance(node, ast.Import):
-        return node.names[0].name
-    if not node.level:
-        target = node.module
-    else:
+        return [a.name for a in node.names]
+    if node.level:
         package = module if is_package else module.rsplit('.', 1)[0]
         base = package.split('.')[:len(package.split('.')) - node.level + 1]
         target = '.'.join(base + ([node.module] if node.module else []))
-    return f'{target}.{node.names[0].name}' if target == 'hidet' else target  # `from hidet import _C`: hidet._C
+    else:
+        target = node.module
+    if target == 'hidet' or node.module is None:
+        return [f'{target}.{a.name}' for a in node.names]
+    return [target]
+
+
+def _module_level_imports(path: str, module: str, is_package: bool):
+    for node in ast.parse(open(path).read(), path).body:
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            yield from _targets(node, module, is_package)
 
 
 def _unexplained_function_imports(path: str, module: str, is_package: bool):
@@ -89,10 +81,10 @@ def _unexplained_function_imports(path: str, module: str, is_package: bool):
                     continue
                 if i == 0 or not isinstance(body[i - 1], (ast.Import, ast.ImportFrom)):  # a run of imports starts
                     explained = lines[node.lineno - 2].strip().startswith('#')
-                target = _target(node, module, is_package)
-                found = _layer(target or '')
-                if found and found[1] < rank and not explained and '#' not in lines[node.lineno - 1]:
-                    yield node.lineno, target
+                for target in _targets(node, module, is_package):
+                    found = _layer(target)
+                    if found and found[1] < rank and not explained and '#' not in lines[node.lineno - 1]:
+                        yield node.lineno, target
 
 
 def _modules():
