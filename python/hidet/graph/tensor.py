@@ -257,6 +257,7 @@ def _getitem(t: Tensor, key) -> Tensor:
 
     ops = _ops()
     entries = list(key) if isinstance(key, tuple) else [key]
+    # (a circle at import time: hidet.graph.creation imports this module)
     from hidet.graph.creation import asarray
 
     for i, k in enumerate(entries):
@@ -348,6 +349,7 @@ def _getitem(t: Tensor, key) -> Tensor:
 def _getitem_mask(t: Tensor, entries: list) -> Tensor:
     """``t[entries]`` where one entry is a bool mask: the dimensions it covers are merged into one and
     indexed by the mask's positions (found on the host), as an integer tensor index."""
+    # (a circle at import time: hidet.graph.creation imports this module)
     from hidet.graph.creation import asarray
 
     pos = next(i for i, k in enumerate(entries) if isinstance(k, Tensor))

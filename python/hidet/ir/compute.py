@@ -121,6 +121,7 @@ def reduce(shape: Sequence[int], fcompute: Callable[..., Expr], kind: str, acc_d
 
 def collect_inputs(outputs: Sequence[TensorNode]) -> List[TensorNode]:
     """The input tensors the outputs depend on, in first-use order."""
+    # (a circle at import time: hidet.ir.functors imports this module)
     from hidet.ir.functors import collect
 
     found: List[TensorNode] = []

@@ -57,11 +57,13 @@ class DataType:
 
     # Hidet Script annotations: ``f32[m, n]`` a tensor, ``~f32`` a pointer (hidet.ir.type)
     def __getitem__(self, shape):
+        # (a circle at import time: hidet.ir.type imports this module)
         from hidet.ir.type import tensor_type
 
         return tensor_type(self, shape)
 
     def __invert__(self):
+        # (a circle at import time: hidet.ir.type imports this module)
         from hidet.ir.type import PointerType
 
         return PointerType(self)

@@ -50,6 +50,7 @@ class Expr:
         raise TypeError('an IR expression has no truth value; use hidet.ir.expr.select/logical_and')
 
     def __repr__(self) -> str:
+        # (a circle at import time: hidet.ir.printer imports this module)
         from hidet.ir.printer import expr_text
 
         return expr_text(self)
@@ -178,6 +179,7 @@ def is_static(x) -> bool:
 
 def symbols_of(exprs) -> list:
     """The names of the symbolic dimensions in ``exprs`` (ints and Exprs), sorted."""
+    # (a circle at import time: hidet.ir.functors imports this module)
     from hidet.ir.functors import collect
 
     names = set()

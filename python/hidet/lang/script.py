@@ -118,6 +118,7 @@ class ScriptModule:
 
     def source(self) -> str:
         """The generated C++ / CUDA source."""
+        # (the code generator loads when a script is built, so import hidet stays light)
         from hidet.backend.codegen import generate
 
         return generate(self.ir_module())

@@ -40,6 +40,7 @@ def device(spec) -> Device:
             return Device('cpu', 0)
         if kind == 'cuda':
             if not index:
+                # (a circle at import time: hidet.runtime.cuda reads devices)
                 from hidet.runtime.cuda import current_device
 
                 return Device('cuda', current_device())

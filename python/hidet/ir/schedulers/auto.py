@@ -183,6 +183,7 @@ def _injective(name: str, params: List[Var], out_param: Var, value: Expr, axes, 
                lowering: Lowering) -> Function:
     """The vectorized kernel of an injective output, with the scalar one as its fallback (for unaligned
     buffers), or the scalar one alone."""
+    # (loads when a kernel is vectorized, so import hidet stays light)
     from hidet.ir.schedulers.vectorize import vectorized_kernel
 
     scalar = _cuda_thread(name, params, out_param, value, axes, shape, lowering)

@@ -36,16 +36,19 @@ class MmaMatmulTemplate(GemmTemplate):
         self.wgmma = wgmma  # an sm_90 GPU: the spaces hold warpgroup (wgmma) configs
 
     def space(self, level: int) -> List[MmaConfig]:
+        # (loads when a kernel is built, so import hidet stays light)
         from .space import space
 
         return space(self.spec, level, wgmma=self.wgmma)
 
     def source(self, config: MmaConfig, fallback: bool = True) -> str:
+        # (loads when a kernel is built, so import hidet stays light)
         from .source import template_source
 
         return template_source(self.spec, config, fallback)
 
     def candidates_source(self, configs: List[MmaConfig]) -> str:
+        # (loads when a kernel is built, so import hidet stays light)
         from .source import candidates_source
 
         return candidates_source(self.spec, configs)
@@ -66,6 +69,7 @@ def find_matmul_template(task: Task, target: str, arch: Optional[str] = None):
     if task.symbols():
         return _find_symbolic(task, target, arch)
     if target == 'cpu':
+        # (loads when a kernel is built, so import hidet stays light)
         from .cpu import CpuMatmulTemplate
 
         try:
@@ -106,6 +110,7 @@ def find_matmul_template(task: Task, target: str, arch: Optional[str] = None):
 def _find_symbolic(task: Task, target: str, arch: Optional[str]):
     """A symbolic m (the rows of a linear layer on [batch, seq, k]) on CUDA: the dispatch over ranges of m
     (dispatch.py); other symbolic GEMMs take the auto-scheduler."""
+    # (loads when a kernel is built, so import hidet stays light)
     from .dispatch import SymbolicMmaTemplate, symbolic_ok
 
     if target != 'cuda':

@@ -214,6 +214,7 @@ def from_onnx(model,
     ``input_shapes`` gives concrete shapes to inputs whose dims the model leaves symbolic (dynamic shapes
     are a later feature); ``constant_inputs`` binds graph inputs to values fixed at import time.
     Raises OnnxUnsupportedError, listing every unsupported operator/attribute, before anything runs."""
+    # (a circle at import time: the package hidet.graph.frontend.onnx imports this module)
     from hidet.graph.frontend.onnx import _import_onnx, load_converters
 
     onnx = _import_onnx()

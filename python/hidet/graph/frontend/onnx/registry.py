@@ -18,6 +18,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
+from hidet.graph.frontend.onnx.utils import onnx_dtype_name, unsupported_dtype
+
 MIN_OPSET = 13
 
 REQUIRED = object()  # an attribute default meaning "the node must set it"
@@ -82,6 +84,7 @@ def lookup(op_type: str, opset: int) -> Optional[OpSpec]:
 
 def registered() -> Dict[str, List[OpSpec]]:
     """op_type → its converters (every family module imported)."""
+    # (a circle at import time: the package hidet.graph.frontend.onnx imports this module)
     from hidet.graph.frontend.onnx import load_converters
 
     load_converters()
@@ -150,8 +153,6 @@ def domain_opsets(model) -> Dict[str, int]:
 def check_model(model) -> None:
     """Raise one OnnxUnsupportedError listing every unsupported node type (with its opset and the
     attribute or dtype at fault), graph input or initializer dtype; return when all is supported."""
-    from hidet.graph.frontend.onnx.utils import onnx_dtype_name, unsupported_dtype
-
     registered()
     opsets = domain_opsets(model)
     problems: Dict[str, List[str]] = {}  # description → node names

@@ -22,6 +22,7 @@ class _HidetRegion(torch.nn.Module):
     def __init__(self, gm: torch.fx.GraphModule, constants: Sequence[bool], config: CompileOptions,
                  registry: Optional[Registry]):
         super().__init__()
+        # (a circle at import time: dynamo_backend imports this module)
         from hidet.graph.frontend.torch.dynamo_backend import CompiledFx
 
         self.gm = gm

@@ -177,6 +177,7 @@ def movedim(input: Tensor, source, destination):
 
 @register_function(torch.unflatten)
 def unflatten(input: Tensor, dim, sizes):
+    # (a circle at import time: register_methods imports this module)
     from hidet.graph.frontend.torch.register_methods import unflatten as method
 
     return method(input, dim, sizes)
