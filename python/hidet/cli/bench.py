@@ -21,8 +21,7 @@ import time
 from typing import Callable, Dict, List, Optional, Tuple
 
 import hidet
-from hidet.cli import accuracy, suite
-from hidet.cli.models import make_model
+from hidet.cli import accuracy, models, suite
 
 BACKENDS = ('hidet', 'eager', 'inductor', 'inductor-ro', 'inductor-ma')
 # torch.compile's mode of each inductor baseline
@@ -166,7 +165,7 @@ def _op_case(args) -> Tuple[Callable, List, Callable[[int], Callable], Callable,
 def _model_case(args):
     import torch
 
-    model, inputs = make_model(args.name, args.batch, args.seq, args.device, getattr(torch, _DTYPES[args.dtype]))
+    model, inputs = models.make_model(args.name, args.batch, args.seq, args.device, getattr(torch, _DTYPES[args.dtype]))
     return model, inputs, f'{args.name} batch {args.batch} {args.dtype}'
 
 
