@@ -67,19 +67,19 @@ def _unexplained_function_imports(path: str, module: str, is_package: bool):
     text = open(path).read()
     lines = text.split('\n')
     rank = _layer(module)[1]
-    for fn in ast.walk(ast.parse(text, path)):
-        if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            continue
-        for block in ast.walk(fn):
-            body = getattr(block, 'body', None)
-            if not isinstance(body, list):
+    tree = ast.parse(text, path)
+    # every statement list inside a function, once (a nested function's lists are inside its parent's too)
+    blocks = {id(b): b for fn in ast.walk(tree) if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef))
+              for b in ast.walk(fn)}
+    for block in blocks.values():
+        for field in ('body', 'orelse', 'finalbody'):
+            stmts = getattr(block, field, None)
+            if not isinstance(stmts, list):
                 continue
-            explained = False
-            for i, node in enumerate(body):
+            for i, node in enumerate(stmts):
                 if not isinstance(node, (ast.Import, ast.ImportFrom)):
-                    explained = False
                     continue
-                if i == 0 or not isinstance(body[i - 1], (ast.Import, ast.ImportFrom)):  # a run of imports starts
+                if i == 0 or not isinstance(stmts[i - 1], (ast.Import, ast.ImportFrom)):  # a run of imports starts
                     explained = lines[node.lineno - 2].strip().startswith('#')
                 for target in _targets(node, module, is_package):
                     found = _layer(target)
