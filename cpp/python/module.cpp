@@ -228,6 +228,12 @@ static void bind_kernels(py::module_& m) {
       .def_property_readonly("path", [](const KernelLibrary& lib) { return lib.path; });
   py::class_<Kernel, std::shared_ptr<Kernel>>(m, "Kernel")
       .def_property_readonly("name", [](const Kernel& k) { return k.name; })
+      .def_property_readonly("signature",
+                             [](const Kernel& k) {
+                               const char* text = nullptr;
+                               check(hidet_kernel_signature(k.handle, &text));
+                               return std::string(text);
+                             })
       .def(
           "launch",
           [](const Kernel& k, const std::vector<uintptr_t>& buffers, const std::vector<int64_t>& dims,

@@ -140,5 +140,20 @@ uint64_t dtype_nbytes(const std::string& dtype);
 // listed once, kernel libraries present).
 Manifest read_manifest(const Container& container);
 
+// What a kernel declared (kernel_abi.h: hidet_signature_<name>): each buffer's dtype and shape, the
+// shape's symbols indexing `dims`, the kernel's own symbolic dimensions.
+struct KernelSignature {
+  struct Buffer {
+    std::string dtype;
+    bool has_shape = false;  // false: a pointer whose extent the kernel does not fix
+    std::vector<Dim> shape;
+  };
+  std::vector<Buffer> buffers;
+  std::vector<std::string> dims;
+};
+
+// Parse a kernel's signature text; errors start with `what` (e.g. "artifact g.hidet: kernel 0 ('matmul')").
+KernelSignature read_signature(const char* text, const std::string& what);
+
 }  // namespace artifact
 }  // namespace hidet

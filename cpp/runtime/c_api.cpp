@@ -249,6 +249,14 @@ int hidet_library_has_kernel(HidetKernelLibraryHandle library, const char* name,
   API_END();
 }
 
+int hidet_kernel_signature(HidetKernelHandle kernel, const char** out_signature) {
+  API_BEGIN();
+  CHECK_NOT_NULL(kernel);
+  CHECK_NOT_NULL(out_signature);
+  *out_signature = kernel->kernel.signature().c_str();
+  API_END();
+}
+
 int hidet_kernel_free(HidetKernelHandle kernel) {
   API_BEGIN();
   CHECK_NOT_NULL(kernel);

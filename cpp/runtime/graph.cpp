@@ -25,13 +25,18 @@ void Graph::load_kernels(const artifact::Container& container) {
                                                         spec.library, " (of kernel ", i, " '", spec.name, "')"));
       libraries_.push_back(lib);
     }
-    try {
-      kernels_.push_back(lib->kernel(spec.function));
-    } catch (const Error&) {
-      throw Error(str_cat("artifact ", source_, ": kernel ", i, " ('", spec.name, "'): ", spec.library,
-                          " exports no function '", spec.function, "'"));
-    }
+    std::string why = lib->library().why_not_kernel(spec.function);
+    HIDET_CHECK(why.empty(), "artifact ", source_, ": kernel ", i, " ('", spec.name, "'): ", spec.library, " ", why);
+    kernels_.push_back(lib->kernel(spec.function));
   }
+  // Every instruction against what its kernel declared, before anything runs.
+  std::vector<artifact::KernelSignature> signatures;
+  for (size_t i = 0; i < kernels_.size(); ++i) {
+    signatures.push_back(artifact::read_signature(
+        kernels_[i].signature().c_str(), str_cat("artifact ", source_, ": kernel ", i, " ('",
+                                                 manifest_.kernels[i].name, "') of ", manifest_.kernels[i].library)));
+  }
+  declared_ = artifact::bind_kernels(manifest_, signatures, source_);
 }
 
 void Graph::load_weights(const artifact::Container& container) {
@@ -115,6 +120,7 @@ std::shared_ptr<Graph> Graph::load(const artifact::Container& container, int32_t
       plan->nbytes.push_back(t.nbytes);
     }
     plan->arena_nbytes = m.arena_nbytes;
+    artifact::check_shapes(m, g->declared_, {}, g->source_);
     g->static_plan_ = std::move(plan);
   }
   return g;
@@ -192,6 +198,7 @@ std::shared_ptr<const Graph::Plan> Graph::plan(const std::vector<int64_t>& symbo
     auto it = plans_.find(symbols);
     if (it != plans_.end()) return it->second;
   }
+  artifact::check_shapes(m, declared_, symbols, source_);  // once per distinct values: the plan is kept
   auto plan = std::make_shared<Plan>();
   plan->symbols = symbols;
   plan->offsets.assign(m.tensors.size(), 0);

@@ -23,6 +23,7 @@
 #include "hidet/runtime/device.hpp"
 #include "hidet/runtime/kernel_library.hpp"
 #include "hidet/runtime/storage.hpp"
+#include "kernel_contract.hpp"
 #include "library_registry.hpp"
 
 namespace hidet {
@@ -84,6 +85,7 @@ class Graph {
   // Libraries before kernels: kernels are destroyed first. (Each kernel holds its library too.)
   std::vector<std::shared_ptr<LoadedLibrary>> libraries_;
   std::vector<Kernel> kernels_;  // by manifest kernel index
+  artifact::DeclaredShapes declared_;  // per instruction, the shapes its kernel declared (kernel_contract.hpp)
   std::shared_ptr<Storage> weights_;
   std::mutex arenas_mutex_;
   std::map<void*, std::unique_ptr<Arena>> cuda_arenas_;      // by stream

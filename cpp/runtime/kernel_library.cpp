@@ -70,8 +70,6 @@ KernelLibrary::KernelLibrary(std::string path, void* handle) : path_(std::move(p
 KernelLibrary::~KernelLibrary() { dlclose(handle_); }
 
 void* KernelLibrary::own_symbol(const std::string& name) const {
-  // Not the library's own bookkeeping entries, which do not take the kernel ABI's arguments.
-  if (name == "hidet_kernel_abi_version" || name == "hidet_kernel_last_error") return nullptr;
   void* sym = dlsym(handle_, name.c_str());
   if (sym == nullptr) return nullptr;
   // dlsym also searches the library's dependencies (a manifest naming "abort" would find libc's): only a
@@ -82,14 +80,40 @@ void* KernelLibrary::own_symbol(const std::string& name) const {
   return found.dli_fbase == own.dli_fbase ? sym : nullptr;
 }
 
-bool KernelLibrary::has_kernel(const std::string& name) const { return own_symbol(name) != nullptr; }
+namespace {
+
+// The library's own bookkeeping entries, which do not take the kernel ABI's arguments.
+bool is_bookkeeping(const std::string& name) {
+  return name == "hidet_kernel_abi_version" || name == "hidet_kernel_last_error" ||
+         name.rfind(HIDET_KERNEL_SIGNATURE_PREFIX, 0) == 0;
+}
+
+}  // namespace
+
+std::string KernelLibrary::why_not_kernel(const std::string& name) const {
+  if (is_bookkeeping(name) || own_symbol(name) == nullptr) {
+    return str_cat("exports no kernel '", name, "'",
+                   dlsym(handle_, name.c_str()) != nullptr ? " (the name is one of its dependencies' or its own "
+                                                             "bookkeeping, not a kernel)" : "");
+  }
+  if (own_symbol(HIDET_KERNEL_SIGNATURE_PREFIX + name) == nullptr) {
+    return str_cat("does not declare kernel '", name, "': it exports no ", HIDET_KERNEL_SIGNATURE_PREFIX, name,
+                   " (a kernel library declares each kernel's buffers and dims, kernel_abi.h; rebuild it with this "
+                   "hidet)");
+  }
+  return "";
+}
+
+bool KernelLibrary::has_kernel(const std::string& name) const { return why_not_kernel(name).empty(); }
 
 Kernel KernelLibrary::get_kernel(const std::string& name) const {
+  std::string why = why_not_kernel(name);
+  HIDET_CHECK(why.empty(), path_, " ", why);
   auto fn = reinterpret_cast<hidet_kernel_fn>(own_symbol(name));
-  HIDET_CHECK(fn != nullptr, "kernel '", name, "' not found in ", path_,
-              dlsym(handle_, name.c_str()) != nullptr ? " (the name is one of its dependencies' or its own "
-                                                        "bookkeeping, not a kernel)" : "");
-  return Kernel(shared_from_this(), name, fn);
+  auto signature_fn = reinterpret_cast<hidet_kernel_signature_fn>(own_symbol(HIDET_KERNEL_SIGNATURE_PREFIX + name));
+  const char* signature = signature_fn();
+  HIDET_CHECK(signature != nullptr, path_, ": the signature of kernel '", name, "' is NULL");
+  return Kernel(shared_from_this(), name, fn, signature);
 }
 
 std::string KernelLibrary::last_error() const {

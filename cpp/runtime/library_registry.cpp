@@ -90,7 +90,8 @@ LoadedLibrary::~LoadedLibrary() {
 Kernel LoadedLibrary::kernel(const std::string& function) const {
   Kernel k = library_->get_kernel(function);
   // Aliasing: the kernel holds this LoadedLibrary (and so its file and registry entry), not only the dlopen handle.
-  return Kernel(std::shared_ptr<const KernelLibrary>(shared_from_this(), library_.get()), function, k.fn());
+  return Kernel(std::shared_ptr<const KernelLibrary>(shared_from_this(), library_.get()), function, k.fn(),
+                k.signature());
 }
 
 void LibraryRegistry::forget(const LoadedLibrary* library) {

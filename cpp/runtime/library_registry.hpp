@@ -32,6 +32,7 @@ class LoadedLibrary : public std::enable_shared_from_this<LoadedLibrary> {
   LoadedLibrary& operator=(const LoadedLibrary&) = delete;
   // The kernel `function` of this library (KernelLibrary::get_kernel), holding this loaded library alive.
   Kernel kernel(const std::string& function) const;
+  const KernelLibrary& library() const { return *library_; }
 
  private:
   friend class LibraryRegistry;

@@ -3,6 +3,7 @@
 // writers may add informational ones); missing or ill-typed known keys are errors naming the path,
 // e.g. "artifact g.hidet: invalid manifest: tensors[3].dtype: unknown dtype 'float8'".
 #include <cctype>
+#include <cstring>
 #include <limits>
 #include <set>
 
@@ -28,7 +29,8 @@ const char* storage_name(StorageKind kind) {
 
 class Reader {
  public:
-  explicit Reader(const std::string& source) : prefix_(str_cat("artifact ", source, ": invalid manifest: ")) {}
+  // Errors read "<prefix><path>: <what>", e.g. "artifact g.hidet: invalid manifest: tensors[3].dtype: ...".
+  explicit Reader(std::string prefix) : prefix_(std::move(prefix)) {}
 
   [[noreturn]] void fail(const std::string& path, const std::string& what) const {
     throw Error(str_cat(prefix_, path, ": ", what));
@@ -80,11 +82,14 @@ class Reader {
 
 // A dimension: an integer, a symbol's name, or (an expression) an array of postfix tokens: integers,
 // symbol names and the operators "+", "-", "*", "/", "%".
-Dim read_dim(const Reader& r, const json::Value& v, const std::string& path, const std::vector<std::string>& symbols) {
+// `symbols`: the manifest's "symbols" (or, in a kernel's signature, its "dims").
+Dim read_dim(const Reader& r, const json::Value& v, const std::string& path, const std::vector<std::string>& symbols,
+             bool in_manifest = true) {
   auto symbol = [&](const std::string& name, const std::string& at) {
     for (size_t i = 0; i < symbols.size(); ++i) {
       if (symbols[i] == name) return Dim::Token{Dim::Symbol, static_cast<int64_t>(i)};
     }
+    if (!in_manifest) r.fail(at, str_cat("unknown dimension '", name, "' (not in \"dims\")"));
     if (symbols.empty()) {
       r.fail(at, str_cat("symbolic dimension '", name, "' needs format version 2 and a \"symbols\" list"));
     }
@@ -253,7 +258,7 @@ Manifest read_manifest(const Container& container) {
   } catch (const json::ParseError& e) {
     throw Error(str_cat("artifact ", source, ": manifest.json is not valid JSON: ", e.what()));
   }
-  Reader r(source);
+  Reader r(str_cat("artifact ", source, ": invalid manifest: "));
   HIDET_CHECK(root.is_object(), "artifact ", source, ": invalid manifest: expected a JSON object, got ",
               json::type_name(root.type()));
 
@@ -352,6 +357,37 @@ Manifest read_manifest(const Container& container) {
     }
   }
   return m;
+}
+
+KernelSignature read_signature(const char* text, const std::string& what) {
+  json::Value root;
+  try {
+    root = json::parse(text, std::strlen(text));
+  } catch (const json::ParseError& e) {
+    throw Error(str_cat(what, ": its signature is not valid JSON: ", e.what()));
+  }
+  Reader r(str_cat(what, ": invalid signature: "));
+  r.object(root, "(top level)");
+  KernelSignature sig;
+  const auto& dims = r.array(r.field(root, "dims", ""), "dims");
+  for (size_t i = 0; i < dims.size(); ++i) sig.dims.push_back(r.string(dims[i], Reader::index("dims", i)));
+  const auto& buffers = r.array(r.field(root, "buffers", ""), "buffers");
+  for (size_t i = 0; i < buffers.size(); ++i) {
+    std::string path = Reader::index("buffers", i);
+    r.object(buffers[i], path);
+    KernelSignature::Buffer b;
+    b.dtype = r.string(r.field(buffers[i], "dtype", path), Reader::join(path, "dtype"));
+    if (dtype_nbytes(b.dtype) == 0) r.fail(Reader::join(path, "dtype"), str_cat("unknown dtype '", b.dtype, "'"));
+    const json::Value& shape = r.field(buffers[i], "shape", path);
+    b.has_shape = !shape.is_null();
+    if (b.has_shape) {
+      std::string shape_path = Reader::join(path, "shape");
+      const auto& items = r.array(shape, shape_path);
+      for (size_t k = 0; k < items.size(); ++k) b.shape.push_back(read_dim(r, items[k], Reader::index(shape_path, k), sig.dims, false));
+    }
+    sig.buffers.push_back(std::move(b));
+  }
+  return sig;
 }
 
 int64_t Dim::eval(const std::vector<int64_t>& symbols) const {

@@ -31,6 +31,7 @@ HIDET_KERNEL_EXPORT int32_t add(void* const* buffers, int32_t num_buffers, const
   for (int64_t i = 0; i < n; ++i) out[i] = EXPR;
   return 0;
 }
+HIDET_KERNEL_EXPORT const char* hidet_signature_add(void) { return R"({"buffers": [{"dtype": "float32", "shape": ["n"]}, {"dtype": "float32", "shape": ["n"]}, {"dtype": "float32", "shape": ["n"]}], "dims": ["n"]})"; }
 '''
 
 

@@ -33,6 +33,7 @@ HIDET_KERNEL_EXPORT int32_t add(void* const* buffers, int32_t num_buffers, const
   if (err != cudaSuccess) { last_error = cudaGetErrorString(err); return 1; }
   return 0;
 }
+HIDET_KERNEL_EXPORT const char* hidet_signature_add(void) { return R"({"buffers": [{"dtype": "float32", "shape": ["n"]}, {"dtype": "float32", "shape": ["n"]}, {"dtype": "float32", "shape": ["n"]}], "dims": ["n"]})"; }
 '''
 
 

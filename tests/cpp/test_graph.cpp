@@ -299,7 +299,7 @@ TEST(GraphErrors, Manifest) {
   EXPECT_CONTAINS(err(R"("library": "kernels/0.so", "function": "add")", R"("library": "kernels/9.so", "function": "add")"),
                   "kernels[0]: library kernels/9.so is not in the artifact");
   EXPECT_CONTAINS(err(R"("function": "add")", R"("function": "mul")"),
-                  "artifact g.hidet: kernel 0 ('add_weight'): kernels/0.so exports no function 'mul'");
+                  "artifact g.hidet: kernel 0 ('add_weight'): kernels/0.so exports no kernel 'mul'");
   EXPECT_CONTAINS(err(R"("target": "cpu", "arch": "x86-64")", R"("target": "cpu", "arch": "aarch64")"),
                   "was built for cpu aarch64 but this machine is x86-64");
   EXPECT_CONTAINS(err(R"("target": "cpu")", R"("target": "tpu")"), "target: unknown target 'tpu'");

@@ -5,6 +5,7 @@
 
 #include <cstdio>
 #include <string>
+#include <vector>
 #include <unistd.h>
 
 #include "artifact_writer.hpp"
@@ -22,7 +23,7 @@ const char* const kManifest = R"({
     {"dtype": "float32", "shape": ["batch", 8], "storage": "input"},
     {"dtype": "float32", "shape": [["batch", 2, "*"], 4], "storage": "output"}
   ],
-  "kernels": [{"library": "kernels/0.so", "function": "scale"}],
+  "kernels": [{"library": "kernels/0.so", "function": "scale_rows"}],
   "instructions": [{"kernel": 0, "inputs": [0], "outputs": [1], "dims": [0]}],
   "arena_nbytes": 0, "weights_nbytes": 0
 })";
@@ -136,7 +137,8 @@ TEST(Validation, WrittenBeforeRead) {
                   {"dtype": "float32", "shape": [8], "storage": "arena", "offset": 0},
                   {"dtype": "float32", "shape": [8], "storage": "output"},
                   {"dtype": "float32", "shape": [0], "storage": "arena", "offset": 0}],
-      "kernels": [{"library": "kernels/0.so", "function": "scale"}],
+      "kernels": [{"library": "kernels/0.so", "function": "scale"},
+                  {"library": "kernels/0.so", "function": "scale_empty"}],
       "instructions": )" + instructions + R"(, "arena_nbytes": 256, "weights_nbytes": 0})";
   };
   auto load_error = [](const std::string& m) -> std::string {
@@ -158,5 +160,56 @@ TEST(Validation, WrittenBeforeRead) {
                   "instructions[0].copy: reads tensor 1 (storage 'arena') before any instruction writes it");
   // An empty static tensor needs no writer (the builder leaves such instructions out).
   EXPECT_EQ(load_error(manifest(R"([{"kernel": 0, "inputs": [0], "outputs": [1]},
-                                     {"kernel": 0, "inputs": [1, 3], "outputs": [2]}])")), "");
+                                     {"kernel": 1, "inputs": [1, 3], "outputs": [2]}])")), "");
+}
+
+TEST(Validation, KernelContract) {
+  // Each instruction passes exactly what its kernel declared (hidet_signature_<name>): as many buffers, of
+  // the declared dtypes and shapes, its symbolic dimensions bound to the symbols of the same names.
+  auto load = [](const std::string& m, HidetGraphHandle* g) {
+    std::string data = write_container({{"manifest.json", m}, {"kernels/0.so", read_file(HIDET_TEST_GRAPH_KERNELS_PATH)}});
+    return hidet_graph_load_from_memory(data.data(), data.size(), "m.hidet", 0, g);
+  };
+  auto err = [&](const std::string& from, const std::string& to) -> std::string {
+    HidetGraphHandle g = nullptr;
+    std::string m = replace(kManifest, from, to);
+    if (load(m, &g) == 0) {
+      hidet_graph_free(g);
+      return "(loaded) " + m;
+    }
+    return hidet_get_last_error();
+  };
+  const std::string at = "artifact m.hidet: instructions[0] (kernel 0 'scale_rows')";
+  EXPECT_CONTAINS(err(R"("inputs": [0], "outputs": [1])", R"("inputs": [0, 0], "outputs": [1])"),
+                  at + ": the kernel takes 2 buffers (inputs and outputs), the instruction passes 3");
+  EXPECT_CONTAINS(err(R"({"dtype": "float32", "shape": ["batch", 8])", R"({"dtype": "int32", "shape": ["batch", 8])"),
+                  at + ".inputs[0]: tensor 0 is int32, the kernel's buffer 0 is float32");
+  EXPECT_CONTAINS(err(R"("shape": ["batch", 8])", R"("shape": ["batch", 8, 1])"),
+                  at + ".inputs[0]: tensor 0 has 3 dimension(s) [batch, 8, 1], the kernel's buffer 0 has 2 [batch, 8]");
+  EXPECT_CONTAINS(err(R"("shape": ["batch", 8])", R"("shape": ["batch", 9])"),
+                  at + ".inputs[0]: tensor 0 has shape [batch, 9], the kernel's buffer 0 is [batch, 8]");
+  EXPECT_CONTAINS(err(R"("outputs": [1], "dims": [0])", R"("outputs": [1])"),
+                  at + ": the kernel takes 1 symbolic dimension(s), the instruction binds 0");
+  // (the tensors' "batch" is now symbol 1; the instruction still binds symbol 0 to the kernel's batch)
+  EXPECT_CONTAINS(err(R"("symbols": ["batch"])", R"("symbols": ["seq", "batch"])"),
+                  at + ": dims[0] binds symbol 'seq' to the kernel's dimension 'batch'");
+  EXPECT_CONTAINS(err(R"("inputs": [0], "outputs": [1])", R"("inputs": [1], "outputs": [1])"),
+                  "instructions[0].inputs[0]: reads tensor 1 (storage 'output') before any instruction writes it");
+  EXPECT_CONTAINS(err(R"("function": "scale_rows")", R"("function": "undeclared_kernel")"),
+                  "kernels/0.so exports no kernel 'undeclared_kernel'");
+
+  HidetGraphHandle g = nullptr;
+  // A symbolic shape the kernel did not declare: found when the symbol values are first planned, before any
+  // kernel runs.
+  std::string wrong = replace(kManifest, R"([["batch", 2, "*"], 4])", R"([["batch", 3, "*"], 4])");
+  ASSERT_EQ(load(wrong, &g), 0) << hidet_get_last_error();
+  std::vector<float> x(16, 1.0f), y(24, 0.0f);
+  const void* inputs[] = {x.data()};
+  void* outputs[] = {y.data()};
+  int64_t batch = 2;
+  EXPECT_EQ(hidet_graph_run_dims(g, &batch, 1, inputs, 1, outputs, 1, nullptr), -1);
+  EXPECT_CONTAINS(hidet_get_last_error(), at + ".outputs[0]: tensor 1 has shape [6, 4] at batch=2, the kernel's "
+                                               "buffer 1 is [4, 4]");
+  for (float v : y) EXPECT_EQ(v, 0.0f);  // nothing ran
+  hidet_graph_free(g);
 }

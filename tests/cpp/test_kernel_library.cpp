@@ -64,11 +64,24 @@ TEST(KernelLibrary, LaunchVectorAdd) {
 TEST(KernelLibrary, OnlyItsOwnKernels) {
   // dlsym also finds the library's dependencies' symbols: a manifest naming libc's "abort" must not launch it
   auto lib = KernelLibrary::load(kKernels);
-  for (const char* name : {"abort", "malloc", "hidet_kernel_abi_version", "hidet_kernel_last_error"}) {
+  for (const char* name : {"abort", "malloc", "hidet_kernel_abi_version", "hidet_kernel_last_error",
+                           "hidet_signature_vector_add"}) {
     EXPECT_FALSE(lib->has_kernel(name)) << name;
     std::string msg = error_of([&] { lib->get_kernel(name); });
-    EXPECT_EQ(msg.rfind(std::string("kernel '") + name + "' not found in " + kKernels, 0), 0u) << msg;
+    EXPECT_EQ(msg.rfind(kKernels + " exports no kernel '" + name + "' (the name is one of its dependencies' or "
+                        "its own bookkeeping, not a kernel)", 0), 0u) << msg;
   }
+}
+
+TEST(KernelLibrary, OnlyDeclaredKernels) {
+  // A function the library defines but does not declare (no hidet_signature_<name>) is not one of its kernels.
+  auto lib = KernelLibrary::load(kKernels);
+  EXPECT_FALSE(lib->has_kernel("undeclared"));
+  std::string msg = error_of([&] { lib->get_kernel("undeclared"); });
+  EXPECT_EQ(msg.rfind(kKernels + " does not declare kernel 'undeclared': it exports no hidet_signature_undeclared", 0),
+            0u) << msg;
+  // A declared kernel carries its signature.
+  EXPECT_NE(lib->get_kernel("vector_add").signature().find(R"("dims": ["n"])"), std::string::npos);
 }
 
 TEST(KernelLibrary, MissingFile) {
@@ -101,7 +114,7 @@ TEST(KernelLibrary, WrongAbiVersion) {
 TEST(KernelLibrary, MissingKernel) {
   auto lib = KernelLibrary::load(kKernels);
   std::string msg = error_of([&] { lib->get_kernel("matmul_f16"); });
-  EXPECT_EQ(msg, "kernel 'matmul_f16' not found in " + kKernels);
+  EXPECT_EQ(msg, kKernels + " exports no kernel 'matmul_f16'");
 }
 
 TEST(KernelLibrary, FailingKernelCarriesItsMessage) {
@@ -131,6 +144,9 @@ TEST(KernelLibraryCApi, LoadLaunchFree) {
   void* buffers[] = {a.data(), b.data(), out.data()};
   ASSERT_EQ(hidet_kernel_launch(kernel, buffers, 3, &n, 1, nullptr), 0) << hidet_get_last_error();
   for (int64_t i = 0; i < n; ++i) ASSERT_FLOAT_EQ(out[i], a[i] + b[i]) << i;
+  const char* signature = nullptr;
+  ASSERT_EQ(hidet_kernel_signature(kernel, &signature), 0) << hidet_get_last_error();
+  EXPECT_NE(std::string(signature).find(R"({"dtype": "float32", "shape": ["n"]})"), std::string::npos) << signature;
 
   EXPECT_EQ(hidet_kernel_free(kernel), 0);
   EXPECT_EQ(hidet_library_free(lib), 0);
@@ -164,7 +180,7 @@ TEST(KernelLibraryCApi, Errors) {
   ASSERT_EQ(hidet_library_load(kKernels.c_str(), &lib), 0) << hidet_get_last_error();
   HidetKernelHandle kernel = nullptr;
   EXPECT_EQ(hidet_library_get_kernel(lib, "nope", &kernel), -1);
-  EXPECT_EQ(std::string(hidet_get_last_error()), "kernel 'nope' not found in " + kKernels);
+  EXPECT_EQ(std::string(hidet_get_last_error()), kKernels + " exports no kernel 'nope'");
   int32_t has = -1;
   ASSERT_EQ(hidet_library_has_kernel(lib, "nope", &has), 0);
   EXPECT_EQ(has, 0);

@@ -25,8 +25,19 @@ HIDET_KERNEL_EXPORT int32_t vector_add(void* const* buffers, int32_t num_buffers
   for (int64_t i = 0; i < dims[0]; ++i) out[i] = a[i] + b[i];
   return 0;
 }
+HIDET_KERNEL_EXPORT const char* hidet_signature_vector_add(void) {
+  return R"({"buffers": [{"dtype": "float32", "shape": ["n"]}, {"dtype": "float32", "shape": ["n"]},
+                         {"dtype": "float32", "shape": ["n"]}], "dims": ["n"]})";
+}
 
 HIDET_KERNEL_EXPORT int32_t always_fails(void* const* /*buffers*/, int32_t /*num_buffers*/, const int64_t* /*dims*/,
                                          int32_t /*num_dims*/, void* /*stream*/) {
   return fail(3, "always_fails: this kernel refuses to run");
+}
+HIDET_KERNEL_EXPORT const char* hidet_signature_always_fails(void) { return R"({"buffers": [], "dims": []})"; }
+
+// Defined but not declared (no hidet_signature_undeclared): not a kernel the library offers.
+HIDET_KERNEL_EXPORT int32_t undeclared(void* const* /*buffers*/, int32_t /*num_buffers*/, const int64_t* /*dims*/,
+                                       int32_t /*num_dims*/, void* /*stream*/) {
+  return 0;
 }

@@ -2,6 +2,8 @@
 dimensions compiles once (CPU, and CUDA through the `cuda` twins) and runs at any size, the values coming through the kernel ABI's
 ``dims`` (ordered by symbol name). Elementwise with broadcasting, reductions over a symbolic axis, a
 matmul with symbolic rows and depth, against torch at several sizes of one compiled library."""
+import json
+
 import pytest
 import torch
 
@@ -79,6 +81,22 @@ def test_shape_arithmetic_on_symbols():
     out = torch.empty(10)
     launch(H(xt), H(out), dims=[5])
     torch.testing.assert_close(out, torch.cat([xt, -xt]))
+
+
+def test_the_library_declares_its_kernel():
+    """The launch entry is declared with the task's signature (kernel ABI: hidet_signature_launch): each buffer's
+    dtype and shape over the task's symbols, and the symbols in the order of the ABI's dims. A graph's loader
+    checks every instruction's tensors against it."""
+    n = symbol_var('n')
+    x = tensor_input('x', 'float16', [n, 4])
+    task = Task('double_rows', [x], [compute('y', [n * 2, 4], lambda i, j: x[i % n, j])])
+    assert json.loads(task.signature()) == {
+        'buffers': [{'dtype': 'float16', 'shape': ['n', 4]}, {'dtype': 'float16', 'shape': [['n', 2, '*'], 4]}],
+        'dims': ['n']}
+    source = generate(schedule_task(task, 'cpu'))
+    assert 'HIDET_KERNEL_SIGNATURE(launch, "{\\"buffers\\":[' in source
+    module = CompiledModule(build_libraries([(source, 'cpu', task.name)])[0])
+    assert 'launch' in module and module['launch'].signature == json.loads(task.signature())
 
 
 def test_wrong_dims_are_errors_naming_the_symbols():

@@ -24,6 +24,7 @@ HIDET_KERNEL_EXPORT int32_t scale_add(void* const* buffers, int32_t num_buffers,
   for (int64_t i = 0; i < dims[0]; ++i) out[i] = 2.0f * a[i] + b[i];
   return 0;
 }
+HIDET_KERNEL_EXPORT const char* hidet_signature_scale_add(void) { return R"({"buffers": [{"dtype": "float32", "shape": ["n"]}, {"dtype": "float32", "shape": ["n"]}, {"dtype": "float32", "shape": ["n"]}], "dims": ["n"]})"; }
 '''
 
 CUDA_SOURCE = r'''
@@ -46,6 +47,7 @@ HIDET_KERNEL_EXPORT int32_t scale_add(void* const* buffers, int32_t num_buffers,
   if (err != cudaSuccess) { last_error = cudaGetErrorString(err); return 1; }
   return 0;
 }
+HIDET_KERNEL_EXPORT const char* hidet_signature_scale_add(void) { return R"({"buffers": [{"dtype": "float32", "shape": ["n"]}, {"dtype": "float32", "shape": ["n"]}, {"dtype": "float32", "shape": ["n"]}], "dims": ["n"]})"; }
 '''
 
 
@@ -77,7 +79,7 @@ def test_library_errors_are_clear(tmp_path):
     with pytest.raises(hidet.HidetRuntimeError, match='kernel library not found'):
         hidet.runtime.CompiledModule(str(tmp_path / 'nope.so'))
     module = hidet.runtime.CompiledModule(build(tmp_path, CPU_SOURCE, '.cpp', ['g++', '-fPIC', '-std=c++17']))
-    with pytest.raises(hidet.HidetRuntimeError, match="kernel 'missing' not found"):
+    with pytest.raises(hidet.HidetRuntimeError, match="exports no kernel 'missing'"):
         module['missing']
     with pytest.raises(hidet.HidetRuntimeError, match='scale_add takes 3 buffers'):
         module['scale_add'](hidet.randn([2]), hidet.randn([2]), dims=[2])

@@ -17,7 +17,19 @@
  *   returns  0 on success; anything else is an error whose message the library's
  *            hidet_kernel_last_error() returns on the same thread.
  *
- * The launcher computes its own grid from `dims`. Besides its kernels, a library exports:
+ * The launcher computes its own grid from `dims`. Every kernel `name` is declared by its signature,
+ * exported beside it (a library binds only the kernels it declares):
+ *
+ *     const char* hidet_signature_<name>(void);
+ *
+ * returning JSON text: {"buffers": [{"dtype": "float16", "shape": [...]}, ...], "dims": ["batch", ...]}.
+ * `buffers` lists the kernel's tensors in the order of `buffers` above, each with its dtype and its
+ * shape: dimensions as in an artifact's manifest (an integer, the name of one of `dims`, or a postfix
+ * list of integers, names and + - * / %), or null for a pointer whose extent the kernel does not fix.
+ * `dims` names the kernel's symbolic dimensions in the order of `dims` above. A graph's loader checks
+ * every instruction's tensors against this before anything runs (docs/runtime.md).
+ *
+ * Besides its kernels and their signatures, a library exports:
  *
  *     int32_t     hidet_kernel_abi_version(void);   // must equal HIDET_KERNEL_ABI_VERSION
  *     const char* hidet_kernel_last_error(void);    // message of the last failure on this thread
@@ -27,7 +39,7 @@
 
 #include <stdint.h>
 
-#define HIDET_KERNEL_ABI_VERSION 1
+#define HIDET_KERNEL_ABI_VERSION 2  /* 2: kernels declare their signatures */
 
 #ifdef __cplusplus
 #define HIDET_KERNEL_EXPORT extern "C" __attribute__((visibility("default")))
@@ -44,5 +56,11 @@ typedef int32_t (*hidet_kernel_abi_version_fn)(void);
 
 /*! \brief Signature of the exported `hidet_kernel_last_error`. */
 typedef const char* (*hidet_kernel_last_error_fn)(void);
+
+/*! \brief Signature of the exported `hidet_signature_<name>` that declares kernel `name`. */
+typedef const char* (*hidet_kernel_signature_fn)(void);
+
+/*! \brief The prefix of the symbol that declares a kernel: `hidet_signature_<name>`. */
+#define HIDET_KERNEL_SIGNATURE_PREFIX "hidet_signature_"
 
 #endif /* HIDET_KERNEL_ABI_H */

@@ -169,18 +169,24 @@ HIDET_API int hidet_library_load(const char* path, HidetKernelLibraryHandle* out
 HIDET_API int hidet_library_free(HidetKernelLibraryHandle library);
 
 /*!
- * \brief Look up the kernel exported under `name`.
+ * \brief Look up the kernel exported and declared under `name` (kernel_abi.h: hidet_signature_<name>).
  * \param out_kernel Written with a handle the caller frees with hidet_kernel_free.
- * A missing symbol is an error naming the kernel and the library path.
+ * A missing or undeclared kernel is an error naming the kernel and the library path.
  */
 HIDET_API int hidet_library_get_kernel(HidetKernelLibraryHandle library, const char* name,
                                        HidetKernelHandle* out_kernel);
 
-/*! \brief Whether the library exports a kernel called `name` (written to `out_has` as 1 or 0). */
+/*! \brief Whether the library exports and declares a kernel called `name` (written to `out_has` as 1 or 0). */
 HIDET_API int hidet_library_has_kernel(HidetKernelLibraryHandle library, const char* name, int32_t* out_has);
 
 /*! \brief Release a kernel handle. */
 HIDET_API int hidet_kernel_free(HidetKernelHandle kernel);
+
+/*!
+ * \brief The kernel's declaration (kernel_abi.h): JSON text of its buffers (dtype, shape) and dims, written to
+ * `out_signature`; valid while the kernel handle lives.
+ */
+HIDET_API int hidet_kernel_signature(HidetKernelHandle kernel, const char** out_signature);
 
 /*!
  * \brief Launch a kernel through the uniform ABI (see kernel_abi.h for the arguments).

@@ -7,12 +7,13 @@ Hidet Script modules (``IRModule.exports``) instead export one entry point per k
 """
 from __future__ import annotations
 
+import json
 from typing import Dict, List, Optional, Sequence, Set
 
 from hidet.backend.primitives import render
 from hidet.ir.dtypes import DataType
 from hidet.ir.expr import (Binary, BufferLoad, Call, Cast, Constant, Expr, Select, SymbolVar, Unary, Var, convert,
-                           promote)
+                           dim_postfix, promote)
 from hidet.ir.lowlevel import Address, FunctionCall, PrimCall
 from hidet.ir.stmt import (Assign, Break, Continue, Declare, Evaluate, For, Function, IRModule, If, Return, Seq, Stmt,
                            Store, VectorCopy, While)
@@ -429,7 +430,41 @@ def generate(module: IRModule) -> str:
     for i, f in enumerate(module.functions):
         lines += _guarded_launch(gen, f, module, i)
     lines += ['  return 0;', '}', '']
+    if module.signature is None:
+        raise ValueError(f'{module.name}: a task module declares its launch entry (IRModule.signature: '
+                         'Task.signature(), which schedule_task sets)')
+    lines += declare_kernel(ENTRY_POINT, module.signature)
     return '\n'.join(lines)
+
+
+def declare_kernel(entry: str, signature: str) -> List[str]:
+    """The declaration of kernel ``entry`` (kernel ABI: ``hidet_signature_<entry>``, hidet/kernel_abi.h) with
+    ``signature``, JSON of its buffers and dims (Task.signature; _script_signature): a library binds only
+    the kernels it declares, and a graph's loader checks each instruction against the declaration."""
+    text = signature.replace('\\', '\\\\').replace('"', '\\"')
+    return [f'HIDET_KERNEL_SIGNATURE({entry}, "{text}")', '']
+
+
+def _script_signature(f: Function) -> str:
+    """The signature of a Hidet Script kernel's entry: its tensor and pointer parameters are its buffers (a
+    tensor's shape as an expression of the scalar parameters where it is one, else null: a pointer's extent is
+    the kernel's own business); its scalar parameters are its dims."""
+    dims = [p.name for p in f.params if p.type is None]
+    buffers = []
+    for p in f.params:
+        if p.type is None or isinstance(p.type, TensorMapType):
+            continue
+        shape = None
+        if isinstance(p.type, TensorType):
+            try:
+                shape = [dim_postfix(d) for d in p.type.shape]
+            except NotImplementedError:
+                shape = None
+            names = [t for d in shape or [] for t in ([d] if not isinstance(d, list) else d) if isinstance(t, str)]
+            if any(n not in dims and n not in '+-*/%' for n in names):
+                shape = None  # (a size the scalar parameters do not give)
+        buffers.append({'dtype': p.type.dtype.name, 'shape': shape})
+    return json.dumps({'buffers': buffers, 'dims': dims}, separators=(',', ':'))
 
 
 def _script_entry(gen: CodeGen, f: Function) -> List[str]:
@@ -458,8 +493,9 @@ def _script_entry(gen: CodeGen, f: Function) -> List[str]:
     for p in maps:
         lines += _tensor_map_lines(gen, f, p, buffer_of)
     call_args = ', '.join(args + gen.divisor_args(f))
+    declaration = declare_kernel(f.name, _script_signature(f))
     if f.kind == 'cpu_kernel':
-        return lines + [f'  hidet_script::{f.name}({call_args});', '  return 0;', '}', '']
+        return lines + [f'  hidet_script::{f.name}({call_args});', '  return 0;', '}', ''] + declaration
 
     def dims3(values) -> str:
         return ', '.join(f'(unsigned)({gen.expr(convert(v))})' for v in values)
@@ -477,7 +513,7 @@ def _script_entry(gen: CodeGen, f: Function) -> List[str]:
         f'  hidet_script::{f.name}<<<grid_, block_, smem_, (cudaStream_t)stream>>>({call_args});',
         '  if (cudaError_t err = cudaGetLastError(); err != cudaSuccess)',
         f'    return hidet::fail(std::string("{f.name}: launch failed: ") + cudaGetErrorString(err));',
-        '  return 0;', '}', '']
+        '  return 0;', '}', ''] + declaration
 
 
 def _tensor_map_lines(gen: CodeGen, f: Function, p: Var, buffer_of) -> List[str]:
@@ -521,17 +557,17 @@ def merge_libraries(sources: Sequence[str]) -> str:
     return '\n'.join(merged)
 
 
-def forwarding_launch(label: str, kernel: str, num_buffers: int, num_dims: int = 0, entry: str = 'launch'
-                      ) -> List[str]:
-    """A ``launch`` entry (kernel ABI; named ``entry``) for a template's library: checks the buffer count, then
-    calls the Hidet Script kernel's own entry point with the same buffers and the ``num_dims`` symbolic
-    dimensions (its scalar parameters)."""
+def forwarding_launch(label: str, kernel: str, num_buffers: int, signature: str, num_dims: int = 0,
+                      entry: str = 'launch') -> List[str]:
+    """A ``launch`` entry (kernel ABI; named ``entry``, declared with ``signature``: the task's) for a template's
+    library: checks the buffer count, then calls the Hidet Script kernel's own entry point with the same buffers
+    and the ``num_dims`` symbolic dimensions (its scalar parameters)."""
     return [f'HIDET_KERNEL_EXPORT int32_t {entry}(void* const* buffers, int32_t num_buffers, const int64_t* dims, '
             'int32_t num_dims, void* stream) {',
             f'  if (num_buffers != {num_buffers})',
             f'    return hidet::fail("{label}: expected {num_buffers} buffers, got " + std::to_string(num_buffers));',
             f'  return {kernel}(buffers, {num_buffers}, dims, {num_dims}, stream);',
-            '}', '']
+            '}', ''] + declare_kernel(entry, signature)
 
 
 def _generate_script(module: IRModule) -> str:

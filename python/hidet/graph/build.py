@@ -12,6 +12,7 @@ from hidet.drivers.build_task import build_tasks
 from hidet.graph.flow_graph import FlowGraph, display_name
 from hidet.graph.tensor import Tensor, _host_values
 from hidet.ir.dtypes import data_type
+from hidet.ir.expr import dim_postfix
 from hidet.runtime import artifact
 from hidet.runtime.compiled_graph import CompiledGraph
 from hidet.version import __version__
@@ -70,7 +71,7 @@ def build_flow_graph(graph: FlowGraph, space: int = 0, input_names: Optional[Seq
     index: Dict[int, int] = {}
 
     def add(t: Tensor, storage: str) -> int:
-        tensors.append({'dtype': t.dtype.name, 'shape': [artifact.dim_json(d) for d in t.shape], 'storage': storage})
+        tensors.append({'dtype': t.dtype.name, 'shape': [dim_postfix(d) for d in t.shape], 'storage': storage})
         index[id(t)] = len(tensors) - 1
         return index[id(t)]
 
@@ -123,7 +124,7 @@ def build_flow_graph(graph: FlowGraph, space: int = 0, input_names: Optional[Seq
         if tensors[tid]['storage'] != 'output' or any(o['tensor'] == tid for o in outputs):
             # an input, a weight or a repeated output: copied into its own output buffer
             copy = len(tensors)
-            tensors.append({'dtype': t.dtype.name, 'shape': [artifact.dim_json(d) for d in t.shape],
+            tensors.append({'dtype': t.dtype.name, 'shape': [dim_postfix(d) for d in t.shape],
                             'storage': 'output'})
             instructions.append({'copy': tid, 'to': copy})
             tid = copy

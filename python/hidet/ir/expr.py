@@ -177,6 +177,34 @@ def is_static(x) -> bool:
     return isinstance(x, int)
 
 
+def dim_postfix(d):
+    """A dimension as an artifact's manifest and a kernel's signature store it: an int, a variable's name (a
+    symbol, or a Hidet Script kernel's scalar parameter), or a postfix list of ints, names and operators
+    (+ - * / %, C integer semantics) for an expression of them."""
+    if isinstance(d, int):
+        return d
+    if isinstance(d, Var):
+        return d.name
+    out = []
+
+    def visit(e):
+        if isinstance(e, Var):
+            out.append(e.name)
+        elif isinstance(e, Constant):
+            out.append(int(e.value))
+        elif isinstance(e, Cast):
+            visit(e.a)
+        elif isinstance(e, Binary) and e.op in ('+', '-', '*', '/', '%'):
+            visit(e.a)
+            visit(e.b)
+            out.append(e.op)
+        else:
+            raise NotImplementedError(f'a shape of {d} cannot be stored in an artifact yet (only + - * / % of symbols)')
+
+    visit(d)
+    return out
+
+
 def symbols_of(exprs) -> list:
     """The names of the symbolic dimensions in ``exprs`` (ints and Exprs), sorted."""
     # (a circle at import time: hidet.ir.functors imports this module)

@@ -125,6 +125,7 @@ class IRModule:
         self.num_inputs, self.num_outputs = num_inputs, num_outputs
         self.exports = exports
         self.symbols: List[str] = []  # names of the symbolic dimensions, bound from the ABI's dims in this order
+        self.signature: Optional[str] = None  # a task module's: its launch entry's declaration (Task.signature)
 
     def __str__(self) -> str:
         return module_text(self)

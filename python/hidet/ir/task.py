@@ -3,10 +3,11 @@ caches. Its canonical text identifies it (the kernel cache key is a hash of it).
 from __future__ import annotations
 
 import hashlib
+import json
 from typing import Any, Dict, List, Sequence
 
 from hidet.ir.compute import GridCompute, ReduceCompute, TensorNode
-from hidet.ir.expr import Constant, SymbolVar, TensorElement, evaluate_dim, symbols_of
+from hidet.ir.expr import Constant, SymbolVar, TensorElement, dim_postfix, evaluate_dim, symbols_of
 from hidet.ir.functors import collect, rewrite
 from hidet.ir.printer import Namer, tensor_definition_text
 
@@ -81,6 +82,14 @@ class Task:
         if self.attrs:
             lines.append('  attrs ' + ', '.join(f'{k}={v!r}' for k, v in sorted(self.attrs.items())))
         return '\n'.join(lines)
+
+    def signature(self) -> str:
+        """The kernel ABI's declaration of the task's kernel (hidet/kernel_abi.h): JSON of its buffers (inputs,
+        then outputs: dtype and shape) and of its symbolic dimensions (``dims``, in the order of ``symbols()``).
+        A graph's loader checks each instruction's tensors against it."""
+        buffers = [{'dtype': t.dtype.name, 'shape': [dim_postfix(d) for d in t.shape]}
+                   for t in self.inputs + self.outputs]
+        return json.dumps({'buffers': buffers, 'dims': self.symbols()}, separators=(',', ':'))
 
     def key(self) -> str:
         return hashlib.sha256(self.text().encode()).hexdigest()[:24]

@@ -12,7 +12,6 @@ from typing import Dict, List, Tuple
 import numpy as np
 
 from hidet import _C
-from hidet.ir.expr import Binary, Cast, Constant, SymbolVar
 
 MAGIC = b'HIDETART'
 CONTAINER_VERSION = 1
@@ -29,35 +28,8 @@ def fnv1a64(data: bytes) -> int:
     return _C.fnv1a64(arr.ctypes.data if arr.nbytes else 0, arr.nbytes)
 
 
-def dim_json(d):
-    """A shape entry of the manifest: an int, a symbol's name, or a postfix list of ints, names and
-    operators (+ - * / %, C integer semantics) for an expression of symbols."""
-    if isinstance(d, int):
-        return d
-    if isinstance(d, SymbolVar):
-        return d.name
-    out = []
-
-    def visit(e):
-        if isinstance(e, SymbolVar):
-            out.append(e.name)
-        elif isinstance(e, Constant):
-            out.append(int(e.value))
-        elif isinstance(e, Cast):
-            visit(e.a)
-        elif isinstance(e, Binary) and e.op in ('+', '-', '*', '/', '%'):
-            visit(e.a)
-            visit(e.b)
-            out.append(e.op)
-        else:
-            raise NotImplementedError(f'a shape of {d} cannot be stored in an artifact yet (only + - * / % of symbols)')
-
-    visit(d)
-    return out
-
-
 def fold_dim(entry, leaf, apply):
-    """Walk a manifest shape entry (see dim_json): ``leaf(int or symbol name)`` for each operand,
+    """Walk a manifest shape entry (hidet.ir.expr.dim_postfix): ``leaf(int or symbol name)`` for each operand,
     ``apply(op, a, b)`` for each operator of a postfix expression."""
     if isinstance(entry, (int, str)):
         return leaf(entry)

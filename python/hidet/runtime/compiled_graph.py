@@ -21,7 +21,7 @@ from hidet.runtime.device import Device
 
 class TensorSignature:
     """Name, dtype and shape of a compiled graph's input or output. A symbolic dimension is its
-    manifest entry: a symbol's name, or a postfix expression of symbols (artifact.dim_json)."""
+    manifest entry: a symbol's name, or a postfix expression of symbols (hidet.ir.expr.dim_postfix)."""
 
     def __init__(self, name: str, dtype: DataType, shape: tuple):
         self.name, self.dtype, self.shape = name, dtype, shape

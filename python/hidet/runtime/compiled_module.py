@@ -2,6 +2,7 @@
 (cpp/include/hidet/kernel_abi.h), its kernels callable from Python."""
 from __future__ import annotations
 
+import json
 import os
 from typing import Optional, Sequence
 
@@ -44,6 +45,11 @@ class CompiledFunction:
     @property
     def name(self) -> str:
         return self._kernel.name
+
+    @property
+    def signature(self) -> dict:
+        """What the kernel declares (hidet/kernel_abi.h): ``{'buffers': [{'dtype', 'shape'}, ...], 'dims': [...]}``."""
+        return json.loads(self._kernel.signature)
 
     def __call__(self, *buffers, dims: Sequence[int] = (), stream: Optional[int] = None) -> None:
         """Launch with ``buffers`` (hidet or torch tensors, inputs then outputs), the values of the kernel's

@@ -22,11 +22,16 @@ TOL = {torch.float32: 1e-4, torch.float16: 2e-2}
 
 @pytest.fixture(autouse=True)
 def exact_float32_reference():
-    """Eager float32 convolutions use TF32 by default on the GPU (cudnn.allow_tf32): compare with exact ones."""
-    saved = torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32
-    torch.backends.cudnn.allow_tf32 = torch.backends.cuda.matmul.allow_tf32 = False
-    yield
-    torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32 = saved
+    """Eager float32 convolutions use TF32 by default on the GPU (cudnn.allow_tf32): compare with exact ones.
+    (cudnn's flags through its context manager: once torch's OpInfo tests are imported in the same process,
+    torch.testing disables setting them directly.)"""
+    saved = torch.backends.cuda.matmul.allow_tf32
+    torch.backends.cuda.matmul.allow_tf32 = False
+    cudnn = torch.backends.cudnn
+    with cudnn.flags(enabled=cudnn.enabled, benchmark=cudnn.benchmark, deterministic=cudnn.deterministic,
+                     allow_tf32=False):
+        yield
+    torch.backends.cuda.matmul.allow_tf32 = saved
 
 
 def _check(model, inputs, dtype, rtol=None, atol=None, against_float32=False, **compile_kwargs):

@@ -15,6 +15,7 @@ import torch
 
 import hidet
 from hidet import ops
+from hidet.backend.codegen import declare_kernel
 from hidet.kernels.matmul import MmaConfig, NotGemm, explain, find_matmul_template, match_gemm, operand_modes
 from hidet.kernels.matmul.mma import check_config
 from hidet.kernels.matmul.space import default_config, space
@@ -350,7 +351,7 @@ class BundlingTemplate(FakeTemplate):
                           '  const float* a = (const float*)buffers[0];',
                           '  float* d = (float*)buffers[1];',
                           f'  for (int i = 0; i < 16; i++) d[i] = a[i] * {factor}f;',
-                          '  return 0;', '}'])
+                          '  return 0;', '}'] + declare_kernel(entry, self.task.signature()))
 
     def candidates_source(self, configs):
         from hidet.backend.codegen import merge_libraries

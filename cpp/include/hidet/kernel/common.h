@@ -101,3 +101,7 @@ inline bool is_aligned(const void* p, int bytes) { return reinterpret_cast<uintp
 #define HIDET_DEFINE_LIBRARY_EXPORTS()                                                              \
   HIDET_KERNEL_EXPORT int32_t hidet_kernel_abi_version(void) { return HIDET_KERNEL_ABI_VERSION; } \
   HIDET_KERNEL_EXPORT const char* hidet_kernel_last_error(void) { return hidet::last_error(); }
+
+// Declares kernel `name` (kernel_abi.h): `text` is its signature, JSON of its buffers and dims.
+#define HIDET_KERNEL_SIGNATURE(name, text) \
+  HIDET_KERNEL_EXPORT const char* hidet_signature_##name(void) { return text; }

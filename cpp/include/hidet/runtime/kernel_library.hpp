@@ -17,8 +17,8 @@ class KernelLibrary;
 // A kernel entry point; holds its library loaded.
 class HIDET_CXX_API Kernel {
  public:
-  Kernel(std::shared_ptr<const KernelLibrary> library, std::string name, hidet_kernel_fn fn)
-      : library_(std::move(library)), name_(std::move(name)), fn_(fn) {}
+  Kernel(std::shared_ptr<const KernelLibrary> library, std::string name, hidet_kernel_fn fn, std::string signature)
+      : library_(std::move(library)), name_(std::move(name)), fn_(fn), signature_(std::move(signature)) {}
   // Throws hidet::Error carrying the kernel's message when it returns non-zero.
   void launch(void* const* buffers, int32_t num_buffers, const int64_t* dims, int32_t num_dims,
               void* stream) const;
@@ -28,12 +28,15 @@ class HIDET_CXX_API Kernel {
   }
   const std::string& name() const { return name_; }
   hidet_kernel_fn fn() const { return fn_; }
+  // What the kernel declared (kernel_abi.h: hidet_signature_<name>): JSON of its buffers and dims.
+  const std::string& signature() const { return signature_; }
   const KernelLibrary& library() const { return *library_; }
 
  private:
   std::shared_ptr<const KernelLibrary> library_;
   std::string name_;
   hidet_kernel_fn fn_;
+  std::string signature_;
 };
 
 class HIDET_CXX_API KernelLibrary : public std::enable_shared_from_this<KernelLibrary> {
@@ -45,9 +48,13 @@ class HIDET_CXX_API KernelLibrary : public std::enable_shared_from_this<KernelLi
   KernelLibrary& operator=(const KernelLibrary&) = delete;
 
   // Throws a clear error naming the kernel and the library when the library defines no such kernel (a symbol
-  // of one of its dependencies, such as libc's "abort", or its ABI bookkeeping entries are not kernels).
+  // of one of its dependencies, such as libc's "abort", or its ABI bookkeeping entries are not kernels) or
+  // does not declare it (exports no hidet_signature_<name>).
   Kernel get_kernel(const std::string& name) const;
   bool has_kernel(const std::string& name) const;
+  // Why `name` is not a kernel of this library ("exports no kernel 'abort' ...", "does not declare kernel
+  // 'launch' ..."), or "" when it is one.
+  std::string why_not_kernel(const std::string& name) const;
   const std::string& path() const { return path_; }
   // The library's message for its last failure on this thread.
   std::string last_error() const;

@@ -316,4 +316,5 @@ def schedule_task(task: Task, target: str) -> IRModule:
         functions.append(_output_kernel(task, out, out_param, params, target, f'{task.name}_k{i}'))
     module = IRModule(task.name, target, functions, len(task.inputs), len(task.outputs))
     module.symbols = task.symbols()
+    module.signature = task.signature()
     return module

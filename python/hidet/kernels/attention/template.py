@@ -324,7 +324,7 @@ class AttentionTemplate(Template):
             script = generate(build(self.shape, config).ir_module())
         kernel = _kernel_name(self.shape, config, self.target)
         return '\n'.join([script, ''] + forwarding_launch('attention', kernel, len(self.shape.ins) + 1,
-                                                           len(self.shape.task.symbols())))
+                                                           self.shape.task.signature(), len(self.shape.task.symbols())))
 
     def check(self, config: AttentionConfig) -> str:
         return '' if config in self.space(2) else f'{config.name()} is not a config of {self.name} on {self.target}'

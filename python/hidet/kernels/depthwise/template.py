@@ -606,7 +606,7 @@ class DepthwiseTemplate(Template):
         script = generate(build_script_module(self.spec, config, self.target).ir_module())
         name = kernel_name(self.spec, config, self.target)
         return '\n'.join([script, ''] + forwarding_launch('depthwise conv2d', name, len(self.spec.values.ins) + 1,
-                                                          entry=entry))
+                                                          self.spec.task.signature(), entry=entry))
 
     def candidates_source(self, configs: List[DepthwiseConfig]) -> Optional[str]:
         """CUDA: one library of tuning candidates (config i behind ``launch_<i>``; nvcc's fixed cost once)."""

@@ -161,7 +161,7 @@ def template_source(spec: GemmSpec, cfg: CpuConfig) -> str:
     from hidet.backend.codegen import forwarding_launch, generate
 
     script = generate(build_script_module(spec, cfg).ir_module())
-    entry = forwarding_launch(spec.task.name, kernel_name(spec, cfg), len(spec.task.inputs) + 1)
+    entry = forwarding_launch(spec.task.name, kernel_name(spec, cfg), len(spec.task.inputs) + 1, spec.task.signature())
     return '\n'.join([script, ''] + entry)
 
 

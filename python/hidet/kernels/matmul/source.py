@@ -15,8 +15,6 @@ def _generic_lines(spec: GemmSpec) -> List[str]:
     """The auto-scheduler's kernels of the task and ``generic_launch`` running them."""
     # (Hidet Script and the code generator load when a kernel is built: import hidet, which reads the
     # templates through the fusion policy, stays light)
-    # (Hidet Script and the code generator load when a kernel is built: import hidet, which reads the
-    # templates through the fusion policy, stays light)
     from hidet.backend.codegen import CodeGen, _guarded_launch, symbol_bindings
     from hidet.ir.schedulers import schedule_task
 
@@ -42,7 +40,7 @@ def template_source(spec: GemmSpec, cfg, fallback: bool = True, entry: str = 'la
     runs the kernel of the first range holding the m it computes from the dims."""
     # (Hidet Script and the code generator load when a kernel is built: import hidet, which reads the
     # templates through the fusion policy, stays light)
-    from hidet.backend.codegen import CodeGen, generate, merge_libraries, symbol_bindings
+    from hidet.backend.codegen import CodeGen, declare_kernel, generate, merge_libraries, symbol_bindings
 
     ranges = [(None, cfg)] if isinstance(cfg, MmaConfig) else list(cfg)
     symbols = spec.task.symbols()
@@ -105,7 +103,7 @@ def template_source(spec: GemmSpec, cfg, fallback: bool = True, entry: str = 'la
         lines += ['  return generic_launch(buffers, dims, stream);']
     else:
         lines += [f'  return hidet::fail("{spec.task.name}: buffers are not aligned for the matmul template");']
-    lines += ['}', '']
+    lines += ['}', ''] + declare_kernel(entry, spec.task.signature())
     return '\n'.join(lines)
 
 
