@@ -33,7 +33,6 @@ A block computes a BM x BN tile of C (its warps WM x WN tiles each) over its sha
 from __future__ import annotations
 
 import functools
-import math
 from dataclasses import asdict, dataclass
 from typing import Optional
 
@@ -287,8 +286,6 @@ def build_script_module(spec: GemmSpec, cfg: MmaConfig, m_bound=None):
     VS = list(range(V))
     VPR = BN // V
     E_ITERS = BM * BN // V // THREADS
-    E_UNROLL = math.gcd(E_ITERS, 8)  # vectors of a thread computed before any of them is stored (below)
-    E_US = list(range(E_UNROLL))
     ACC_N = MT * NT * 4
     ACCS = [(mi, ni, e) for mi in MTS for ni in NTS for e in FOUR]
     A_PTR = ins[spec.a.direct[0]] if A_DIRECT else ins[spec.a.gather.pos] if A_GATHER else None
@@ -690,43 +687,25 @@ def build_script_module(spec: GemmSpec, cfg: MmaConfig, m_bound=None):
                     cst[r + 8, c] = acc[mi, ni, 2]
                     cst[r + 8, c + 1] = acc[mi, ni, 3]
             block_sync()
-            # In groups of E_UNROLL rows of vectors: every value of a group first (the epilogue's own reads, a
-            # residual or a bias, all in flight at once), then their stores. Interleaved, each read waited for
-            # the store before it (the output may alias what the epilogue reads): one memory round trip per
-            # vector, which made a residual epilogue 3x the bare GEMM.
-            for it0 in range(E_ITERS // E_UNROLL):
-                ov = register_tensor(spec.out_dtype, [E_UNROLL, V])
-                for u in E_US:
-                    idx = tid + (it0 * E_UNROLL + u) * THREADS
-                    r = idx / VPR
-                    c = idx % VPR * V
-                    gm = m0 + r
-                    gn = n0 + c
-                    if gm < M:
-                        if VEC:
-                            if gn < N:
-                                for e in VS:
-                                    ov[u, e] = epilogue(bz, gm, gn + e, cst[r, c + e])
-                        else:
+            for it in range(E_ITERS):
+                idx = tid + it * THREADS
+                r = idx / VPR
+                c = idx % VPR * V
+                gm = m0 + r
+                gn = n0 + c
+                if gm < M:
+                    if VEC:
+                        if gn < N:
+                            ov = register_tensor(spec.out_dtype, [V])
                             for e in VS:
-                                if gn + e < N:
-                                    ov[u, e] = epilogue(bz, gm, gn + e, cst[r, c + e])
-                for u in E_US:
-                    idx = tid + (it0 * E_UNROLL + u) * THREADS
-                    r = idx / VPR
-                    c = idx % VPR * V
-                    gm = m0 + r
-                    gn = n0 + c
-                    if gm < M:
-                        if VEC:
-                            if gn < N:
-                                dst = lcast(~out[0], ~i64)
-                                src = lcast(~ov[u, 0], ~i64)
-                                dst[out_index(bz, gm, gn) / V] = src[0]
-                        else:
-                            for e in VS:
-                                if gn + e < N:
-                                    out[out_index(bz, gm, gn + e)] = ov[u, e]
+                                ov[e] = epilogue(bz, gm, gn + e, cst[r, c + e])
+                            dst = lcast(~out[0], ~i64)
+                            src = lcast(~ov[0], ~i64)
+                            dst[out_index(bz, gm, gn) / V] = src[0]
+                    else:
+                        for e in VS:
+                            if gn + e < N:
+                                out[out_index(bz, gm, gn + e)] = epilogue(bz, gm, gn + e, cst[r, c + e])
 
     kernel = module.functions[-1]
     kernel.params[:0] = ins + [out]
