@@ -181,3 +181,19 @@ class VisionBlocks(nn.Module):
                          1e-6).permute(0, 3, 1, 2)     # LayerNorm2d
         x = F.hardswish(torch.flatten(F.adaptive_avg_pool2d(x, (1, 1)), 1))
         return self.head(x)
+
+
+class MaskedEncoderLayer(nn.Module):
+    """nn.TransformerEncoderLayer (batch first) with a causal attention mask and a key padding mask (both bool:
+    torch deprecates mixing a float mask with a bool one). In inference (eval, no gradients) torch runs it as one
+    op, torch._transformer_encoder_layer_fwd."""
+
+    def __init__(self, norm_first: bool = False, activation: str = 'relu'):
+        super().__init__()
+        self.layer = nn.TransformerEncoderLayer(64, 4, 128, dropout=0.0, activation=activation, batch_first=True,
+                                                norm_first=norm_first)
+
+    def forward(self, x, padding):
+        s = x.shape[1]
+        causal = torch.ones(s, s, device=x.device, dtype=torch.bool).triu(1)
+        return self.layer(x, src_mask=causal, src_key_padding_mask=padding)

@@ -5,7 +5,7 @@ from torch import nn
 
 from hidet.torch import hidet_backend
 
-from .models import GPTAttention, LlamaLayer, SmallCNN, TransformerBlock, VisionBlocks
+from .models import GPTAttention, LlamaLayer, MaskedEncoderLayer, SmallCNN, TransformerBlock, VisionBlocks
 from .utils import assert_close, compile_and_compare
 
 
@@ -69,3 +69,22 @@ def test_native_multi_head_attention():
                                                   mha.out_proj.weight, mha.out_proj.bias, None, False)[0]
 
     compile_and_compare(f, torch.randn(2, 5, 8))
+
+
+@pytest.mark.parametrize('norm_first', [False, True])
+@pytest.mark.parametrize('activation', ['relu', 'gelu'])
+def test_transformer_encoder_layer_inference(norm_first, activation):
+    """nn.TransformerEncoderLayer in inference is one op (torch._transformer_encoder_layer_fwd): attention with the
+    masks merged, then the feed-forward block, each with its residual and layer norm (before or after)."""
+    torch.manual_seed(0)
+    padding = torch.zeros(2, 9, dtype=torch.bool)
+    padding[1, 6:] = True
+    seen = []
+
+    def backend(gm, inputs):
+        seen.extend(n.target for n in gm.graph.nodes if n.op == 'call_function')
+        return hidet_backend(gm, inputs)
+
+    compile_and_compare(MaskedEncoderLayer(norm_first, activation).eval(), torch.randn(2, 9, 64), padding,
+                        backend=backend)
+    assert torch._transformer_encoder_layer_fwd in seen

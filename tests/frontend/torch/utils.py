@@ -21,12 +21,12 @@ def assert_close(actual, expected, rtol=1e-4, atol=1e-4):
         assert actual == expected
 
 
-def compile_and_compare(model, *inputs, rtol=1e-4, atol=1e-4, **compile_kwargs):
-    """Compile with backend='hidet', run on ``inputs`` and on fresh random inputs of the same shapes, and
+def compile_and_compare(model, *inputs, rtol=1e-4, atol=1e-4, backend='hidet', **compile_kwargs):
+    """Compile with ``backend`` (hidet, or a function around hidet's), run on ``inputs`` and on fresh random inputs of the same shapes, and
     compare each with eager. A module's parameters and buffers are drawn away from their defaults first."""
     if isinstance(model, torch.nn.Module):
         non_default_parameters(model, inputs)
-    compiled = torch.compile(model, backend='hidet', **compile_kwargs)
+    compiled = torch.compile(model, backend=backend, **compile_kwargs)
     with torch.no_grad():
         assert_close(compiled(*inputs), model(*inputs), rtol, atol)
         fresh = [torch.randn_like(x) if x.is_floating_point() else x for x in inputs]

@@ -605,6 +605,36 @@ if hasattr(torch, '_native_multi_head_attention'):
         return linear(out, proj_weight, proj_bias), weights
 
 
+if hasattr(torch, '_transformer_encoder_layer_fwd'):
+    @register_function(torch._transformer_encoder_layer_fwd)
+    def transformer_encoder_layer_fwd(src: Tensor, embed_dim, num_heads, qkv_weight: Tensor, qkv_bias: Tensor,
+                                      proj_weight: Tensor, proj_bias: Tensor, use_gelu, norm_first, eps,
+                                      norm_weight_1: Tensor, norm_bias_1: Tensor, norm_weight_2: Tensor,
+                                      norm_bias_2: Tensor, ffn_weight_1: Tensor, ffn_bias_1: Tensor,
+                                      ffn_weight_2: Tensor, ffn_bias_2: Tensor, mask=None, mask_type=None):
+        """nn.TransformerEncoderLayer's fused inference path (eval mode without gradients; batch-first): self-
+        attention and a ReLU or GELU feed-forward block, each added to its input, layer-normed after (or, with
+        norm_first, before) it, as ATen's transformer_encoder_layer_forward."""
+        def norm1(t):
+            return layer_norm(t, [embed_dim], norm_weight_1, norm_bias_1, eps)
+
+        def norm2(t):
+            return layer_norm(t, [embed_dim], norm_weight_2, norm_bias_2, eps)
+
+        x = norm1(src) if norm_first else src
+        x = native_multi_head_attention(x, x, x, embed_dim, num_heads, qkv_weight, qkv_bias, proj_weight,
+                                        proj_bias, mask, False, True, mask_type)[0]
+        x = ops.add(x, src)
+        if not norm_first:
+            x = norm1(x)
+        residual = x
+        x = norm2(x) if norm_first else x
+        hidden = linear(x, ffn_weight_1, ffn_bias_1)
+        hidden = ops.gelu(hidden) if use_gelu else ops.relu(hidden)
+        x = ops.add(linear(hidden, ffn_weight_2, ffn_bias_2), residual)
+        return x if norm_first else norm2(x)
+
+
 # ---------------------------------------------------------------- sampling
 @register_function(F.grid_sample)
 def grid_sample(input: Tensor, grid: Tensor, mode='bilinear', padding_mode='zeros', align_corners=None):
