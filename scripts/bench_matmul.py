@@ -157,7 +157,7 @@ def main() -> None:
     parser.add_argument('--candidates', action='store_true', help='time every candidate of the level-2 space')
     parser.add_argument('--twins', action='store_true', help='--candidates: with the cp.async / TMA twin of each')
     parser.add_argument('--epilogue', action='store_true',
-                        help='also relu(C + shift + residual) fused, at the first --space')
+                        help='also relu(C + shift + residual) fused, at each --space')
     args = parser.parse_args()
     dtype = {'f16': 'float16', 'bf16': 'bfloat16'}[args.dtype]
     rows = []
@@ -183,12 +183,17 @@ def main() -> None:
             cfg = choose_configs([(task, 'cuda', template)], space)[0].name() if template else 'auto-scheduler'
             rows.append([shape, f'hidet space {space}', f'{t * 1e3:.1f}', f'{flops / t / 1e9:.0f}',
                          f'{t_torch / t:.2f}', cfg, f'{build_s:.1f} s, max err {err:.3g}'])
-            if args.epilogue and space == args.space[0]:
+            if args.epilogue:
                 e_task, e_inputs = with_epilogue(op_fn, a, b, c)
+                t0 = time.perf_counter()
                 e_launch = build_task(e_task, 'cuda', space)['launch']
+                build_s = time.perf_counter() - t0
                 t = graph_time(lambda: e_launch(*e_inputs, out), args.calls, args.repeat)
+                e_template = find(e_task, 'cuda')
+                e_cfg = choose_configs([(e_task, 'cuda', e_template)], space)[0].name() if e_template else \
+                    'auto-scheduler'
                 rows.append([shape, f'+ epilogue, space {space}', f'{t * 1e3:.1f}', f'{flops / t / 1e9:.0f}',
-                             f'{t_torch / t:.2f}', e_task.name[:40], ''])
+                             f'{t_torch / t:.2f}', e_cfg, f'{build_s:.1f} s, {e_task.name[:32]}'])
         if args.candidates and template is not None:
             rows += candidate_rows(template, shape, (a, b), c, flops, t_torch, args)
     from tabulate import tabulate
