@@ -1,5 +1,6 @@
 """hidet.option and the compiler drivers: finding compilers, their flags, CUDA builds without a GPU."""
 import os
+import shutil
 import stat
 import struct
 import subprocess
@@ -191,6 +192,26 @@ def test_cpu_and_cuda_flags():
     assert 'arch=compute_90a,code=sm_90a' in command and 'arch=compute_90a,code=compute_90a' in command
     assert '-lineinfo' in command and '-std=c++17' in command and 'fast_math' not in command
     assert 'release' in compiler.version_line(cuda.version)
+
+
+def test_cpu_kernel_libraries_use_nothing_of_the_cpp_runtime(tmp_path):
+    """A CPU kernel library (an OpenMP kernel, a reduction, the matmul template) needs no libstdc++: with it, a
+    compiler that links libstdc++ statically (as some toolchains do) put a private copy in each library, whose
+    72 KiB exception pool was allocated at each load and never freed, and whose unique symbols pinned it."""
+    import torch
+
+    readelf = shutil.which('readelf')
+    if readelf is None:
+        pytest.skip('no readelf (binutils) to read the libraries')
+    with hidet.option.context(cache_dir=str(tmp_path)):
+        # (shapes no other test uses: modules already loaded in this process would not be built again here)
+        x, w = hidet.from_torch(torch.randn(37, 53)), hidet.from_torch(torch.randn(53, 41))
+        hidet.ops.relu(x), hidet.ops.softmax(x, 1), hidet.ops.matmul(x, w)
+    libraries = [os.path.join(d, 'lib.so') for d, _, files in os.walk(tmp_path / 'kernels') if 'lib.so' in files]
+    assert len(libraries) >= 3
+    for lib in libraries:
+        dynamic = subprocess.run([readelf, '-dW', '--dyn-syms', lib], capture_output=True, text=True, check=True).stdout
+        assert 'libstdc++' not in dynamic and 'GLIBCXX' not in dynamic and 'CXXABI' not in dynamic, lib
 
 
 def test_cuda_arch_unknown_without_gpu():

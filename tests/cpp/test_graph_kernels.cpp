@@ -2,8 +2,6 @@
 // the kernels of a compiled graph they take no dims. CPU kernels: they ignore the stream. Built with
 // OpenMP where CMake finds it, as hidet builds CPU kernels, so that the tests unload a library whose
 // OpenMP worker threads outlive it (test_graph_leak.cpp).
-#include <string>
-
 #include "hidet/kernel/common.h"
 
 using hidet::fail;

@@ -374,8 +374,7 @@ def _launch_call(gen: CodeGen, f: Function, module: IRModule, index: int) -> Lis
     block = ', '.join(str(b) for b in f.block)
     return [f'  {f.name}<<<dim3({grid}), dim3({block}), 0, (cudaStream_t)stream>>>({", ".join(args)});',
             '  if (cudaError_t err = cudaGetLastError(); err != cudaSuccess)',
-            f'    return hidet::fail(std::string("{module.name}: launching {f.name} failed: ") + '
-            'cudaGetErrorString(err));']
+            f'    return hidet::fail("{_fmt(module.name)}: launching {f.name} failed: %s", cudaGetErrorString(err));']
 
 
 def _guarded_launch(gen: CodeGen, f: Function, module: IRModule, index: int) -> List[str]:
@@ -392,14 +391,19 @@ def _guarded_launch(gen: CodeGen, f: Function, module: IRModule, index: int) -> 
             indent(_launch_call(gen, f.fallback, module, index)) + ['  }'])
 
 
+def _fmt(text: str) -> str:
+    """``text`` inside the format string of a generated ``hidet::fail`` (printf): '%' doubled."""
+    return text.replace('%', '%%')
+
+
 def symbol_bindings(label: str, symbols: List[str]) -> List[str]:
     """Lines of a ``launch`` entry binding C variables ``sym_<name>`` to the ABI's ``dims`` (in the order of
     ``symbols``), a negative value being an error."""
     lines = []
     for i, s in enumerate(symbols):
         lines += [f'  const int64_t sym_{s} = dims[{i}];',
-                  f'  if (sym_{s} < 0) return hidet::fail("{label}: dimension {s} is negative: " + '
-                  f'std::to_string(sym_{s}));']
+                  f'  if (sym_{s} < 0) return hidet::fail("{_fmt(label)}: dimension {s} is negative: %lld", '
+                  f'(long long)sym_{s});']
     return lines
 
 
@@ -419,13 +423,13 @@ def generate(module: IRModule) -> str:
     lines += [f'HIDET_KERNEL_EXPORT int32_t {ENTRY_POINT}(void* const* buffers, int32_t num_buffers, '
               'const int64_t* dims, int32_t num_dims, void* stream) {',
               f'  if (num_buffers != {total})',
-              f'    return hidet::fail("{module.name}: expected {total} buffers ({module.num_inputs} inputs, '
-              f'{module.num_outputs} outputs), got " + std::to_string(num_buffers));']
+              f'    return hidet::fail("{_fmt(module.name)}: expected {total} buffers ({module.num_inputs} inputs, '
+              f'{module.num_outputs} outputs), got %d", (int)num_buffers);']
     if module.symbols:
         nd, names = len(module.symbols), ', '.join(module.symbols)
         lines += [f'  if (num_dims != {nd} || dims == nullptr)',
-                  f'    return hidet::fail("{module.name}: expected {nd} dimension values ({names}), got " + '
-                  'std::to_string(num_dims));']
+                  f'    return hidet::fail("{_fmt(module.name)}: expected {nd} dimension values ({names}), got %d", '
+                  '(int)num_dims);']
         lines += symbol_bindings(module.name, module.symbols)
     for i, f in enumerate(module.functions):
         lines += _guarded_launch(gen, f, module, i)
@@ -477,8 +481,8 @@ def _script_entry(gen: CodeGen, f: Function) -> List[str]:
     lines = [f'HIDET_KERNEL_EXPORT int32_t {f.name}(void* const* buffers, int32_t num_buffers, '
              'const int64_t* dims, int32_t num_dims, void* stream) {',
              f'  if (num_buffers != {nb} || num_dims != {nd})',
-             f'    return hidet::fail("{f.name}: expected {nb} tensor/pointer and {nd} scalar arguments, got " + '
-             'std::to_string(num_buffers) + " and " + std::to_string(num_dims));']
+             f'    return hidet::fail("{f.name}: expected {nb} tensor/pointer and {nd} scalar arguments, got %d and %d", '
+             '(int)num_buffers, (int)num_dims);']
     for i, p in enumerate(scalars):
         ct = compute_type(p.dtype)
         lines.append(f'  {ct} {gen.name(p)} = hidet::lang::from_dim<{ct}>(dims[{i}]);')
@@ -507,12 +511,12 @@ def _script_entry(gen: CodeGen, f: Function) -> List[str]:
         '  if (smem_ > 48 * 1024) {',
         f'    cudaError_t err = cudaFuncSetAttribute(hidet_script::{f.name}, '
         'cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem_);',
-        f'    if (err != cudaSuccess) return hidet::fail(std::string("{f.name}: cannot use " + '
-        'std::to_string(smem_) + " bytes of dynamic shared memory: ") + cudaGetErrorString(err));',
+        f'    if (err != cudaSuccess) return hidet::fail("{f.name}: cannot use %zu bytes of dynamic shared memory: %s", '
+        'smem_, cudaGetErrorString(err));',
         '  }',
         f'  hidet_script::{f.name}<<<grid_, block_, smem_, (cudaStream_t)stream>>>({call_args});',
         '  if (cudaError_t err = cudaGetLastError(); err != cudaSuccess)',
-        f'    return hidet::fail(std::string("{f.name}: launch failed: ") + cudaGetErrorString(err));',
+        f'    return hidet::fail("{f.name}: launch failed: %s", cudaGetErrorString(err));',
         '  return 0;', '}', ''] + declaration
 
 
@@ -530,19 +534,21 @@ def _tensor_map_lines(gen: CodeGen, f: Function, p: Var, buffer_of) -> List[str]
     base = f'(const {elem}*)buffers[{buffer_of[id(t.tensor)]}] + ({gen.expr(convert(t.offset))})'
     lines = [f'  CUtensorMap {name};',
              '  {',
+             '    int code_ = 0;',
              f'    const uint64_t dims_[] = {{{values(t.dims, "uint64_t")}}};',
              f'    const uint64_t strides_[] = {{{values(t.strides, "uint64_t")}}};']
     if t.im2col is None:
         lines += [f'    const uint32_t box_[] = {{{values(t.box, "uint32_t")}}};',
-                  f'    std::string err = hidet::lang::make_tensor_map<{elem}>(&{name}, {base}, {len(t.dims)}, dims_, '
-                  'strides_, box_);']
+                  f'    const char* err = hidet::lang::make_tensor_map<{elem}>(&{name}, {base}, {len(t.dims)}, dims_, '
+                  'strides_, box_, &code_);']
     else:
         w = t.im2col
         lines += [f'    const int lower_[] = {{{values(w.lower, "int")}}}, upper_[] = {{{values(w.upper, "int")}}};',
                   f'    const uint32_t traversal_[] = {{{values(w.strides, "uint32_t")}}};',
-                  f'    std::string err = hidet::lang::make_im2col_tensor_map<{elem}>(&{name}, {base}, dims_, '
-                  f'strides_, lower_, upper_, {values(t.box, "uint32_t")}, traversal_);']
-    return lines + [f'    if (!err.empty()) return hidet::fail("{f.name}: tensor map {p.name}: " + err);', '  }']
+                  f'    const char* err = hidet::lang::make_im2col_tensor_map<{elem}>(&{name}, {base}, dims_, '
+                  f'strides_, lower_, upper_, {values(t.box, "uint32_t")}, traversal_, &code_);']
+    return lines + [f'    if (err) return hidet::fail("{f.name}: tensor map {p.name}: %s (CUresult %d)", err, code_);',
+                    '  }']
 
 
 def merge_libraries(sources: Sequence[str]) -> str:
@@ -565,7 +571,7 @@ def forwarding_launch(label: str, kernel: str, num_buffers: int, signature: str,
     return [f'HIDET_KERNEL_EXPORT int32_t {entry}(void* const* buffers, int32_t num_buffers, const int64_t* dims, '
             'int32_t num_dims, void* stream) {',
             f'  if (num_buffers != {num_buffers})',
-            f'    return hidet::fail("{label}: expected {num_buffers} buffers, got " + std::to_string(num_buffers));',
+            f'    return hidet::fail("{_fmt(label)}: expected {num_buffers} buffers, got %d", (int)num_buffers);',
             f'  return {kernel}(buffers, {num_buffers}, dims, {num_dims}, stream);',
             '}', ''] + declare_kernel(entry, signature)
 

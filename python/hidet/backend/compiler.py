@@ -216,7 +216,12 @@ def toolchain(target: str, options: Optional[Options] = None) -> Toolchain:
                  # -fno-gnu-unique: an exported static of an inline function (hidet::last_error's buffer,
                  # libstdc++'s to_chars digits) would otherwise be STB_GNU_UNIQUE, which makes glibc ignore
                  # dlclose of the library: every graph loaded and freed would leak its libraries
-                 '-fno-gnu-unique', '-I', inc)
+                 '-fno-gnu-unique',
+                 # -fno-exceptions: kernels report errors by return code; with exceptions, g++ wraps each OpenMP
+                 # region in a handler calling std::terminate, which needs the C++ runtime's exception support,
+                 # and a compiler that links libstdc++ statically then puts a copy in every library (its 72 KiB
+                 # emergency pool allocated at each load, never freed)
+                 '-fno-exceptions', '-I', inc)
         # No -z nodelete: libraries are unloaded with the last graph or module using them. The OpenMP runtime,
         # whose idle threads would crash if dlclose unmapped it, is pinned by the runtime instead
         # (LibraryRegistry::pin_openmp_runtime in cpp/runtime/library_registry.cpp).

@@ -3,9 +3,10 @@
 #pragma once
 
 #include <cmath>
+#include <cstdarg>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
-#include <string>
 #include <type_traits>
 
 #include "hidet/kernel_abi.h"
@@ -28,11 +29,16 @@ inline char* last_error() {
   return message;
 }
 
-// Keep `message` (cut to kMaxErrorLength - 1 bytes) as this thread's last error; returns 1.
-inline int32_t fail(const std::string& message) {
-  size_t n = message.size() < kMaxErrorLength - 1 ? message.size() : kMaxErrorLength - 1;
-  std::memcpy(last_error(), message.data(), n);
-  last_error()[n] = '\0';
+// Keep the printf-style message (cut to kMaxErrorLength - 1 bytes) as this thread's last error; returns 1.
+// printf, not std::string: a kernel library uses nothing of the C++ runtime library (a compiler that links
+// libstdc++ statically would otherwise put a private copy in every library, whose exception-handling pool,
+// 72 KiB, is allocated at each load and never freed, and whose unique symbols keep the library loaded).
+inline int32_t fail(const char* format, ...) __attribute__((format(printf, 1, 2)));
+inline int32_t fail(const char* format, ...) {
+  va_list args;
+  va_start(args, format);
+  std::vsnprintf(last_error(), kMaxErrorLength, format, args);
+  va_end(args);
   return 1;
 }
 

@@ -330,33 +330,35 @@ constexpr CUtensorMapDataType tensor_map_dtype() {
 
 // Host: a tensor map of `rank` dims (innermost first; strides in bytes of dims 1.., multiples of 16) over
 // `base` (16-byte aligned), copied in boxes of `box` elements with the 128-byte swizzle (wgmma's tiles:
-// a box row of 128 bytes). Returns an error message, or "" on success.
+// a box row of 128 bytes). Returns nullptr on success, else what failed (with the CUresult in *code).
 template <typename T>
-inline std::string make_tensor_map(CUtensorMap* map, const void* base, int rank, const uint64_t* dims,
-                                   const uint64_t* strides, const uint32_t* box) {
+inline const char* make_tensor_map(CUtensorMap* map, const void* base, int rank, const uint64_t* dims,
+                                   const uint64_t* strides, const uint32_t* box, int* code) {
   PFN_cuTensorMapEncodeTiled_v12000 encode = tensor_map_encoder();
   if (encode == nullptr) return "the CUDA driver has no cuTensorMapEncodeTiled (TMA needs CUDA 12 and an sm_90 GPU)";
   const uint32_t ones[3] = {1, 1, 1};
   CUresult r = encode(map, tensor_map_dtype<T>(), rank, const_cast<void*>(base), dims, strides, box, ones,
                       CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
                       CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-  return r == CUDA_SUCCESS ? std::string() : "cuTensorMapEncodeTiled failed with CUresult " + std::to_string(int(r));
+  *code = int(r);
+  return r == CUDA_SUCCESS ? nullptr : "cuTensorMapEncodeTiled failed";
 }
 
 // Host: an im2col tensor map over a channels-last [n, h, w, c] tensor at `base` (dims innermost first: c, w, h,
 // n; strides in bytes of w, h, n): copies of `pixels` pixels (traversing w, h, n by `traversal` steps inside the
 // bounding box from `lower` to the sizes plus `upper`, corners given as (w, h)) of `channels` channels each,
-// with the 128-byte swizzle. Returns an error message, or "" on success.
+// with the 128-byte swizzle. Returns nullptr on success, else what failed (with the CUresult in *code).
 template <typename T>
-inline std::string make_im2col_tensor_map(CUtensorMap* map, const void* base, const uint64_t* dims,
+inline const char* make_im2col_tensor_map(CUtensorMap* map, const void* base, const uint64_t* dims,
                                           const uint64_t* strides, const int* lower, const int* upper,
-                                          uint32_t channels, uint32_t pixels, const uint32_t* traversal) {
+                                          uint32_t channels, uint32_t pixels, const uint32_t* traversal, int* code) {
   PFN_cuTensorMapEncodeIm2col_v12000 encode = im2col_tensor_map_encoder();
   if (encode == nullptr) return "the CUDA driver has no cuTensorMapEncodeIm2col (TMA needs CUDA 12 and an sm_90 GPU)";
   CUresult r = encode(map, tensor_map_dtype<T>(), 4, const_cast<void*>(base), dims, strides, lower, upper, channels,
                       pixels, traversal, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
                       CU_TENSOR_MAP_L2_PROMOTION_L2_128B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-  return r == CUDA_SUCCESS ? std::string() : "cuTensorMapEncodeIm2col failed with CUresult " + std::to_string(int(r));
+  *code = int(r);
+  return r == CUDA_SUCCESS ? nullptr : "cuTensorMapEncodeIm2col failed";
 }
 
 #endif  // __CUDACC__

@@ -74,12 +74,12 @@ def template_source(spec: GemmSpec, cfg, fallback: bool = True, entry: str = 'la
     lines += [f'HIDET_KERNEL_EXPORT int32_t {entry}(void* const* buffers, int32_t num_buffers, const int64_t* dims, '
               'int32_t num_dims, void* stream) {',
               f'  if (num_buffers != {total})',
-              f'    return hidet::fail("{spec.task.name}: expected {total} buffers ({nin} inputs, 1 output), got " + '
-              'std::to_string(num_buffers));']
+              f'    return hidet::fail("{spec.task.name}: expected {total} buffers ({nin} inputs, 1 output), got %d", '
+              '(int)num_buffers);']
     if symbols:
         lines += [f'  if (num_dims != {len(symbols)} || dims == nullptr)',
                   f'    return hidet::fail("{spec.task.name}: expected {len(symbols)} dimension values '
-                  f'({", ".join(symbols)}), got " + std::to_string(num_dims));']
+                  f'({", ".join(symbols)}), got %d", (int)num_dims);']
         lines += symbol_bindings(spec.task.name, symbols)
         lines += [f'  const int64_t m = {CodeGen("cuda").expr(spec.m) if not isinstance(spec.m, int) else spec.m};',
                   '  (void)m;']
