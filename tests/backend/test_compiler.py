@@ -207,8 +207,30 @@ def test_cpu_kernel_libraries_use_nothing_of_the_cpp_runtime(tmp_path):
         # (shapes no other test uses: modules already loaded in this process would not be built again here)
         x, w = hidet.from_torch(torch.randn(37, 53)), hidet.from_torch(torch.randn(53, 41))
         hidet.ops.relu(x), hidet.ops.softmax(x, 1), hidet.ops.matmul(x, w)
-    libraries = [os.path.join(d, 'lib.so') for d, _, files in os.walk(tmp_path / 'kernels') if 'lib.so' in files]
-    assert len(libraries) >= 3
+    _assert_no_cpp_runtime(readelf, tmp_path, 3)
+
+
+def test_cuda_kernel_libraries_use_nothing_of_the_cpp_runtime(tmp_path):
+    """The same for CUDA libraries (compiled, not run): the matmul template's (TMA tensor maps, whose driver entry
+    points are cached without a guarded static) and the auto-scheduler's, whose launch stubs nvcc writes."""
+    from hidet.drivers.build_task import task_sources
+    from tests.graph.ops.matmul_cases import matmul_task
+
+    readelf = shutil.which('readelf')
+    if readelf is None:
+        pytest.skip('no readelf (binutils) to read the libraries')
+    _nvcc_or_skip()
+    with hidet.option.context(cache_dir=str(tmp_path), cuda_arch='sm_90'):
+        task = matmul_task([256, 128], [128, 64])
+        relu = hidet.ops.relu(hidet.symbol([37, 53], 'float16', 'cuda')).trace[0].task
+        for source in task_sources([(task, 'cuda'), (relu, 'cuda')]):
+            build_library(source, 'cuda', 'k')
+    _assert_no_cpp_runtime(readelf, tmp_path, 2)
+
+
+def _assert_no_cpp_runtime(readelf: str, cache_dir, count: int):
+    libraries = [os.path.join(d, 'lib.so') for d, _, files in os.walk(cache_dir / 'kernels') if 'lib.so' in files]
+    assert len(libraries) >= count
     for lib in libraries:
         dynamic = subprocess.run([readelf, '-dW', '--dyn-syms', lib], capture_output=True, text=True, check=True).stdout
         assert 'libstdc++' not in dynamic and 'GLIBCXX' not in dynamic and 'CXXABI' not in dynamic, lib

@@ -236,6 +236,10 @@ def toolchain(target: str, options: Optional[Options] = None) -> Toolchain:
             '-gencode', f'arch=compute_{sm},code=sm_{sm}',  # SASS for the arch
             '-gencode', f'arch=compute_{sm},code=compute_{sm}',  # and PTX (DESIGN contract 2)
             '-Xlinker', '--exclude-libs,ALL',  # the static cudart stays private to the library
+            # Nothing of the C++ runtime (as the CPU flags; hidet/kernel/common.h says why): no exceptions, and no
+            # thread-safe guards around function-local statics (nvcc's launch stubs keep a kernel's address in
+            # one, written with the same value by any thread that gets there first)
+            '-Xcompiler', '-fno-exceptions', '-Xcompiler', '-fno-threadsafe-statics',
             '-I', inc, *_pip_cuda_flags(nvcc),
         ]
         if len(cxx) == 1:

@@ -4,6 +4,7 @@
 // PTX, and the host side of TMA: tensor maps built by a kernel's launch entry.
 #pragma once
 
+#include <atomic>
 #include <cstring>
 
 #ifdef __CUDACC__
@@ -310,16 +311,26 @@ inline void* driver_function(const char* name) {
   return err == cudaSuccess && found == cudaDriverEntryPointSuccess ? p : nullptr;
 }
 
-inline PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder() {
-  static const auto fn =
-      reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(driver_function("cuTensorMapEncodeTiled"));
+// `name`'s driver function, looked up once into `slot`: a constant-initialized atomic rather than a function-local
+// static, whose thread-safe initialization would call the C++ runtime (__cxa_guard_acquire; common.h says why a
+// kernel library avoids it). Two threads may both look it up the first time; they store the same pointer.
+inline void* cached_driver_function(std::atomic<void*>& slot, const char* name) {
+  void* fn = slot.load(std::memory_order_acquire);
+  if (fn == nullptr) {
+    fn = driver_function(name);
+    slot.store(fn, std::memory_order_release);
+  }
   return fn;
 }
 
+inline PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder() {
+  static std::atomic<void*> slot{nullptr};
+  return reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(cached_driver_function(slot, "cuTensorMapEncodeTiled"));
+}
+
 inline PFN_cuTensorMapEncodeIm2col_v12000 im2col_tensor_map_encoder() {
-  static const auto fn =
-      reinterpret_cast<PFN_cuTensorMapEncodeIm2col_v12000>(driver_function("cuTensorMapEncodeIm2col"));
-  return fn;
+  static std::atomic<void*> slot{nullptr};
+  return reinterpret_cast<PFN_cuTensorMapEncodeIm2col_v12000>(cached_driver_function(slot, "cuTensorMapEncodeIm2col"));
 }
 
 template <typename T>
