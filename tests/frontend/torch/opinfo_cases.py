@@ -216,17 +216,19 @@ def _function(pairs: Sequence[Tuple[Part, Any]]):
     constants of it), and its tensor arguments."""
     flat, spec = pytree.tree_flatten([(s.input, s.args, s.kwargs) for _, s in pairs])
     positions = [i for i, v in enumerate(flat) if isinstance(v, torch.Tensor)]
-    parts = [p for p, _ in pairs]
+    # (the callables themselves, not Part objects: torch 2.11's dynamo cannot trace `part.call(...)`, a call of a
+    # field of a user-defined object, and ran every sample in eager)
+    calls = [(p.call, p.inplace) for p, _ in pairs]
 
     def fn(*inputs):
         values = list(flat)
         for i, t in zip(positions, inputs):
             values[i] = t
         outputs = []
-        for part, (inp, args, kwargs) in zip(parts, pytree.tree_unflatten(values, spec)):
-            if part.inplace:
+        for (call, inplace), (inp, args, kwargs) in zip(calls, pytree.tree_unflatten(values, spec)):
+            if inplace:
                 inp = inp.clone()
-            outputs.append(part.call(inp, *args, **kwargs))
+            outputs.append(call(inp, *args, **kwargs))
         return outputs
 
     return fn, [flat[i] for i in positions]
