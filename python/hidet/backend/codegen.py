@@ -464,8 +464,8 @@ def _script_signature(f: Function) -> str:
                 shape = [dim_postfix(d) for d in p.type.shape]
             except NotImplementedError:
                 shape = None
-            names = [t for d in shape or [] for t in ([d] if not isinstance(d, list) else d) if isinstance(t, str)]
-            if any(n not in dims and n not in '+-*/%' for n in names):
+            tokens = [t for d in shape or [] for t in (d if isinstance(d, list) else [d])]
+            if any(isinstance(t, str) and t not in ('+', '-', '*', '/', '%') and t not in dims for t in tokens):
                 shape = None  # (a size the scalar parameters do not give)
         buffers.append({'dtype': p.type.dtype.name, 'shape': shape})
     return json.dumps({'buffers': buffers, 'dims': dims}, separators=(',', ':'))
@@ -481,8 +481,8 @@ def _script_entry(gen: CodeGen, f: Function) -> List[str]:
     lines = [f'HIDET_KERNEL_EXPORT int32_t {f.name}(void* const* buffers, int32_t num_buffers, '
              'const int64_t* dims, int32_t num_dims, void* stream) {',
              f'  if (num_buffers != {nb} || num_dims != {nd})',
-             f'    return hidet::fail("{f.name}: expected {nb} tensor/pointer and {nd} scalar arguments, got %d and %d", '
-             '(int)num_buffers, (int)num_dims);']
+             f'    return hidet::fail("{f.name}: expected {nb} tensor/pointer and {nd} scalar arguments, '
+             'got %d and %d", (int)num_buffers, (int)num_dims);']
     for i, p in enumerate(scalars):
         ct = compute_type(p.dtype)
         lines.append(f'  {ct} {gen.name(p)} = hidet::lang::from_dim<{ct}>(dims[{i}]);')
@@ -511,8 +511,8 @@ def _script_entry(gen: CodeGen, f: Function) -> List[str]:
         '  if (smem_ > 48 * 1024) {',
         f'    cudaError_t err = cudaFuncSetAttribute(hidet_script::{f.name}, '
         'cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem_);',
-        f'    if (err != cudaSuccess) return hidet::fail("{f.name}: cannot use %zu bytes of dynamic shared memory: %s", '
-        'smem_, cudaGetErrorString(err));',
+        f'    if (err != cudaSuccess) return hidet::fail("{f.name}: cannot use %zu bytes of dynamic shared memory: '
+        '%s", smem_, cudaGetErrorString(err));',
         '  }',
         f'  hidet_script::{f.name}<<<grid_, block_, smem_, (cudaStream_t)stream>>>({call_args});',
         '  if (cudaError_t err = cudaGetLastError(); err != cudaSuccess)',

@@ -22,8 +22,9 @@ def assert_close(actual, expected, rtol=1e-4, atol=1e-4):
 
 
 def compile_and_compare(model, *inputs, rtol=1e-4, atol=1e-4, backend='hidet', **compile_kwargs):
-    """Compile with ``backend`` (hidet, or a function around hidet's), run on ``inputs`` and on fresh random inputs of the same shapes, and
-    compare each with eager. A module's parameters and buffers are drawn away from their defaults first."""
+    """Compile with ``backend`` (hidet, or a function around hidet's), run on ``inputs`` and on fresh random
+    inputs of the same shapes, and compare each with eager. A module's parameters and buffers are drawn away from
+    their defaults first."""
     if isinstance(model, torch.nn.Module):
         non_default_parameters(model, inputs)
     compiled = torch.compile(model, backend=backend, **compile_kwargs)
