@@ -2,6 +2,7 @@
 // completely, so the executor can trust every id, offset and size. Unknown keys are ignored (newer
 // writers may add informational ones); missing or ill-typed known keys are errors naming the path,
 // e.g. "artifact g.hidet: invalid manifest: tensors[3].dtype: unknown dtype 'float8'".
+#include <algorithm>
 #include <cctype>
 #include <cstring>
 #include <limits>
@@ -305,6 +306,20 @@ Manifest read_manifest(const Container& container) {
                            m.arena_nbytes, ")"));
     }
     m.tensors.push_back(std::move(t));
+  }
+  // A static arena is no larger than its tensors need (as the builder plans it: each at least one alignment
+  // unit): a manifest cannot make the loader allocate memory it does not justify.
+  if (!m.symbolic()) {
+    uint64_t needed = 0;
+    for (const TensorSpec& t : m.tensors) {
+      if (t.storage != StorageKind::Arena) continue;
+      uint64_t rounded = (t.nbytes + kArenaAlignment - 1) / kArenaAlignment * kArenaAlignment;
+      uint64_t size = std::max<uint64_t>(kArenaAlignment, rounded);
+      needed = std::max(needed, t.offset + size);  // both below 2^57: no overflow
+    }
+    if (m.arena_nbytes > needed) {
+      r.fail("arena_nbytes", str_cat(m.arena_nbytes, " is more than the arena tensors need (", needed, " bytes)"));
+    }
   }
   const Entry* weights = container.find("weights.bin");
   uint64_t weights_size = weights ? weights->size : 0;

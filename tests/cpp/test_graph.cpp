@@ -277,6 +277,8 @@ TEST(GraphErrors, Manifest) {
   EXPECT_CONTAINS(err(R"("storage": "weight", "offset": 0)", R"("storage": "weight", "offset": 64)"),
                   "tensors[1]: weight bytes [64, 96) lie outside weights_nbytes (64)");
   EXPECT_CONTAINS(err(R"("arena_nbytes": 256)", R"("arena_nbytes": 16)"), "arena bytes [0, 32) lie outside arena_nbytes");
+  EXPECT_CONTAINS(err(R"("arena_nbytes": 256)", R"("arena_nbytes": 1099511627776)"),
+                  "arena_nbytes: 1099511627776 is more than the arena tensors need (256 bytes)");
   EXPECT_CONTAINS(err(R"("storage": "arena", "offset": 0)", R"("storage": "arena", "offset": 8)"),
                   "tensors[2].offset: 8 is not a multiple of 256");
   EXPECT_CONTAINS(err(R"("weights_nbytes": 64)", R"("weights_nbytes": 128)"),
