@@ -181,6 +181,39 @@ class Checker {
     return false;
   }
 
+  // The GNU symbol hash table at `vaddr`, which the loader sets up at load and walks on every lookup (found by
+  // the long fuzz run: ld.so asserts that the Bloom filter's word count is a power of two, and reads buckets and
+  // chains where the header says). Its header, Bloom filter and buckets inside the file; every chain, from its
+  // bucket to the entry with the end bit, inside the file, and its symbols inside the symbol table's segment.
+  void gnu_hash(uint64_t vaddr, uint64_t symtab) {
+    uint64_t off = 0;
+    if (!file_offset(vaddr, 16, &off)) fail("corrupt dynamic section: the GNU hash table lies outside the file");
+    uint32_t nbuckets = read_at<uint32_t>(data_, off), symoffset = read_at<uint32_t>(data_, off + 4);
+    uint32_t bloom_words = read_at<uint32_t>(data_, off + 8);
+    if (bloom_words == 0 || (bloom_words & (bloom_words - 1)) != 0) {
+      fail("corrupt GNU hash table: ", bloom_words, " Bloom filter words (a power of two expected)");
+    }
+    uint64_t buckets_at = vaddr + 16 + uint64_t(bloom_words) * 8, chains_at = buckets_at + uint64_t(nbuckets) * 4;
+    uint64_t buckets_off = 0;
+    if (!file_offset(vaddr, chains_at - vaddr, &off) ||
+        !file_offset(buckets_at, uint64_t(nbuckets) * 4, &buckets_off)) {
+      fail("corrupt GNU hash table: its ", bloom_words, " Bloom words and ", nbuckets, " buckets lie outside the file");
+    }
+    for (uint32_t b = 0; b < nbuckets; ++b) {
+      uint32_t sym = read_at<uint32_t>(data_, buckets_off + uint64_t(b) * 4);
+      if (sym == 0) continue;
+      if (sym < symoffset) fail("corrupt GNU hash table: bucket ", b, " names symbol ", sym, " below ", symoffset);
+      for (uint64_t steps = 0;; ++sym, ++steps) {
+        uint64_t at = 0;
+        if (steps > size_ / 4 || !file_offset(chains_at + uint64_t(sym - symoffset) * 4, 4, &at) ||
+            !mapped(symtab + uint64_t(sym) * sizeof(Elf64_Sym), sizeof(Elf64_Sym), false)) {
+          fail("corrupt GNU hash table: the chain of bucket ", b, " runs outside the file or the symbol table");
+        }
+        if (read_at<uint32_t>(data_, at) & 1) break;  // the chain's last entry
+      }
+    }
+  }
+
   void dynamic_section() {
     uint64_t at = 0;
     if (!file_offset(dynamic_.p_vaddr, dynamic_.p_filesz, &at)) {
@@ -224,9 +257,11 @@ class Checker {
         fail("corrupt dynamic section: a library name (tag ", d.d_tag, ") outside the string table");
       }
     }
-    if (!find(DT_SYMTAB, &v) || !mapped(v, sizeof(Elf64_Sym), false)) {
+    uint64_t symtab = 0;
+    if (!find(DT_SYMTAB, &symtab) || !mapped(symtab, sizeof(Elf64_Sym), false)) {
       fail("corrupt dynamic section: no symbol table inside a segment");
     }
+    if (find(DT_GNU_HASH, &v)) gnu_hash(v, symtab);
     // Relocations: the tables inside the file, every target inside a writable segment (the loader
     // writes there; a target elsewhere would be a write into read-only or unmapped memory).
     uint64_t flags = 0;
