@@ -128,18 +128,21 @@ def conv_case(shape: str, dtype: str):
 
 
 def with_epilogue(op_fn, a, b, c):
-    """(task, inputs) of relu(op_fn(a, b) + shift + residual) as one fused kernel: a per-column shift (a
-    constant) and a residual input of C's shape."""
+    """(task, inputs, expected output) of relu(op_fn(a, b) + shift + residual) as one fused kernel: a per-column
+    shift (a constant) and a residual input of C's shape; the expected output from torch's C."""
     import torch
 
     import hidet
 
     xs, ws, rs = (hidet.symbol(list(t.shape), str(t.dtype)[6:], 'cuda') for t in (a, b, c))
-    shift = hidet.from_torch(torch.randn(c.shape[-1], device='cuda').to(c.dtype))
-    graph = hidet.graph.optimize(hidet.trace_from(hidet.ops.relu(op_fn(xs, ws) + shift + rs), [xs, ws, rs]))
+    shift = torch.randn(c.shape[-1], device='cuda').to(c.dtype)
+    residual = torch.randn_like(c)
+    graph = hidet.graph.optimize(hidet.trace_from(hidet.ops.relu(op_fn(xs, ws) + hidet.from_torch(shift) + rs),
+                                                  [xs, ws, rs]))
     (node,) = graph.nodes
-    values = {id(xs): a, id(ws): b, id(rs): torch.randn_like(c)}
-    return node.task, [values[id(t)] if id(t) in values else t.torch() for t in node.inputs]
+    values = {id(xs): a, id(ws): b, id(rs): residual}
+    expected = torch.relu(c.float() + shift.float() + residual.float())
+    return node.task, [values[id(t)] if id(t) in values else t.torch() for t in node.inputs], expected
 
 
 def main() -> None:
@@ -184,16 +187,20 @@ def main() -> None:
             rows.append([shape, f'hidet space {space}', f'{t * 1e3:.1f}', f'{flops / t / 1e9:.0f}',
                          f'{t_torch / t:.2f}', cfg, f'{build_s:.1f} s, max err {err:.3g}'])
             if args.epilogue:
-                e_task, e_inputs = with_epilogue(op_fn, a, b, c)
+                e_task, e_inputs, e_expected = with_epilogue(op_fn, a, b, c)
                 t0 = time.perf_counter()
                 e_launch = build_task(e_task, 'cuda', space)['launch']
                 build_s = time.perf_counter() - t0
+                out.fill_(float('nan'))
+                e_launch(*e_inputs, out)
+                torch.cuda.synchronize()
+                e_err = (out.float() - e_expected).abs().max().item()
                 t = graph_time(lambda: e_launch(*e_inputs, out), args.calls, args.repeat)
                 e_template = find(e_task, 'cuda')
                 e_cfg = choose_configs([(e_task, 'cuda', e_template)], space)[0].name() if e_template else \
                     'auto-scheduler'
                 rows.append([shape, f'+ epilogue, space {space}', f'{t * 1e3:.1f}', f'{flops / t / 1e9:.0f}',
-                             f'{t_torch / t:.2f}', e_cfg, f'{build_s:.1f} s, {e_task.name[:32]}'])
+                             f'{t_torch / t:.2f}', e_cfg, f'{build_s:.1f} s, max err {e_err:.3g}, {e_task.name[:32]}'])
         if args.candidates and template is not None:
             rows += candidate_rows(template, shape, (a, b), c, flops, t_torch, args)
     from tabulate import tabulate

@@ -46,6 +46,8 @@ class StmtTranslator:
         if isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
             return []  # docstring
         value = self.visit_expr(node.value)
+        if isinstance(value, Stmt):  # IR built by a Python function of the template (meta-programming)
+            return [value]
         return [Evaluate(value)] if isinstance(value, (PrimCall, FunctionCall, Call)) else []
 
     def stmt_Assign(self, node) -> List[Stmt]:

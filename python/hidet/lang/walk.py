@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from hidet.ir.expr import Binary, BufferLoad, Call, Cast, Select, Unary
 from hidet.ir.lowlevel import Address, FunctionCall, PrimCall
-from hidet.ir.stmt import Assign, Declare, Evaluate, For, If, Return, Seq, Store, While
+from hidet.ir.stmt import Assign, Declare, Evaluate, For, If, Return, Seq, Store, VectorCopy, While
 
 
 def iter_exprs(e):
@@ -46,6 +46,8 @@ def iter_stmt_exprs(s):
         roots, subs = [s.buffer, s.index, s.value], []
     elif isinstance(s, Evaluate):
         roots, subs = [s.expr], []
+    elif isinstance(s, VectorCopy):
+        roots, subs = [s.dst, s.dst_index, s.src, s.src_index], []
     elif isinstance(s, Return):
         roots, subs = [s.value] if s.value is not None else [], []
     else:

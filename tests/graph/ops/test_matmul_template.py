@@ -77,6 +77,29 @@ def test_vectors_and_reshape_epilogue():
     assert spec.out_n_contiguous
 
 
+def test_epilogue_reads_are_vector_loads():
+    """A residual and a bias contiguous along n are read a vector at a time (as the output is stored), a bias
+    independent of n once per vector, a residual read across n (transposed) one element per lane; the launch
+    runs the template only where the vector-read buffers are aligned for it."""
+    (task,) = fused_tasks(lambda x, w, r, b, s: ops.relu(ops.matmul(x, w) + b + r) * s,
+                          ([128, 64], 'float16'), ([64, 96], 'float16'), ([128, 96], 'float16'), ([96], 'float16'),
+                          ([128, 1], 'float16'))
+    (transposed,) = fused_tasks(lambda x, w, r: ops.matmul(x, w) + ops.transpose(r, 0, 1),
+                                ([128, 64], 'float16'), ([64, 96], 'float16'), ([96, 128], 'float16'))
+    with hidet.option.context(cuda_arch='sm_90'):
+        template = find_matmul_template(task, 'cuda')
+        source = template.source(template.default())
+        t_template = find_matmul_template(transposed, 'cuda')
+        t_source = t_template.source(t_template.default())
+    shapes = [list(t.shape) for t in task.inputs]
+    r, b, s = shapes.index([128, 96]), shapes.index([96]), shapes.index([128, 1])
+    assert 'hidet::copy_vector<16>(x0_vec' in source and 'hidet::copy_vector<16>(x1_vec' in source
+    assert f'hidet::is_aligned(buffers[{r}], 16)' in source and f'hidet::is_aligned(buffers[{b}], 16)' in source
+    assert f'hidet::is_aligned(buffers[{s}]' not in source  # (one element per vector)
+    assert f'hidet::is_aligned(buffers[{len(shapes)}], 16)' in source  # the output's vector store
+    assert 'copy_vector<16>(x0_vec' not in t_source and 'hidet::copy_vector<16>(out' in t_source
+
+
 def test_unaligned_operands_are_computed():
     spec = match_gemm(matmul_task([33, 30], [30, 17]))  # K % 8 != 0: rows are not 16-byte aligned
     assert spec.a.mode == 'computed' and spec.b.mode == 'computed'

@@ -32,16 +32,18 @@ from hidet.ir.type import TensorType
 VECTOR_BYTES = 16
 
 
-class _NotVectorizable(Exception):
-    pass
+class NotVectorizable(Exception):
+    """A read that no vector plan takes (a stride other than 1 along the lanes, an index loaded per lane)."""
 
 
-class _Plan:
-    """The output value with its vector reads replaced by lane placeholders and its broadcast reads by
-    scalars loaded once."""
+class LanePlan:
+    """A value computed for ``lanes`` consecutive values of ``last`` (one vector of outputs), with its vector reads
+    replaced by lane placeholders and its broadcast reads by scalars loaded once (also the matmul templates'
+    epilogues: hidet.kernels.matmul.values). ``strided_per_lane``: a read that is neither (a stride other than 1
+    along ``last``, an index loaded per lane) stays one scalar load per lane instead of failing the plan."""
 
-    def __init__(self, value: Expr, last: Var, lanes: int):
-        self.last, self.lanes = last, lanes
+    def __init__(self, value: Expr, last: Var, lanes: int, strided_per_lane: bool = False):
+        self.last, self.lanes, self.strided_per_lane = last, lanes, strided_per_lane
         self.vectors: List[Tuple[Var, TensorElement, Expr]] = []  # (placeholder, read, flat index)
         self.broadcasts: List[Tuple[Var, TensorElement]] = []
         self.keys: Dict[str, Var] = {}
@@ -75,7 +77,7 @@ class _Plan:
         if isinstance(e, TensorElement):
             indices = tuple(self.visit(i, cond) for i in e.indices)
             return self.read(e if indices == e.indices else TensorElement(e.tensor, indices), cond)
-        raise _NotVectorizable(type(e).__name__)
+        raise NotVectorizable(type(e).__name__)
 
     def read(self, e: TensorElement, conditional: bool) -> Expr:
         known = self.keys.get(structural_key(e))
@@ -83,14 +85,18 @@ class _Plan:
             return known
         flat = flat_index(e.indices, e.tensor.shape)
         if depends_on(flat, [p for p, _, _ in self.vectors]):
-            raise _NotVectorizable('an index loaded per element')
+            if self.strided_per_lane:
+                return e
+            raise NotVectorizable('an index loaded per element')
         if not depends_on(flat, [self.last]):
             if conditional:
                 return e
             return self._placeholder(e, lambda v: self.broadcasts.append((v, e)))
         along = linear(flat, self.last)
         if along is None or along[0] != 1:
-            raise _NotVectorizable('not contiguous along the innermost dimension')
+            if self.strided_per_lane:
+                return e
+            raise NotVectorizable('not contiguous along the innermost dimension')
         if conditional or along[1] % self.lanes != 0:
             return e
         return self._placeholder(e, lambda v: self.vectors.append((v, e, flat)))
@@ -103,7 +109,7 @@ class _Plan:
         return self.keys[key]
 
 
-def _plan(value: Expr, axes, shape, out_bytes: int) -> Optional[_Plan]:
+def _plan(value: Expr, axes, shape, out_bytes: int) -> Optional[LanePlan]:
     width = shape[-1]
     lanes = VECTOR_BYTES // out_bytes
     while True:
@@ -112,8 +118,8 @@ def _plan(value: Expr, axes, shape, out_bytes: int) -> Optional[_Plan]:
         if lanes < 2:
             return None
         try:
-            plan = _Plan(value, axes[-1], lanes)
-        except _NotVectorizable:
+            plan = LanePlan(value, axes[-1], lanes)
+        except NotVectorizable:
             return None
         widest = max([out_bytes] + [e.dtype.nbytes for _, e, _ in plan.vectors])
         if lanes * widest <= VECTOR_BYTES:

@@ -7,7 +7,8 @@ from typing import List
 
 from hidet.kernels.matmul.mma import build_script_module
 
-from .mma import MmaConfig, kernel_name, tiles, vector_store, workspace_floats
+from .mma import MmaConfig, kernel_name, tiles, vector_store, vector_width, workspace_floats
+from .values import GemmValues
 from .spec import GemmSpec
 
 
@@ -69,7 +70,10 @@ def template_source(spec: GemmSpec, cfg, fallback: bool = True, entry: str = 'la
         elif op.gather is not None:
             checks.append(f'hidet::is_aligned(buffers[{op.gather.pos}], 16)')
     if vector_store(spec):
-        checks.append(f'hidet::is_aligned(buffers[{nin}], 8)')
+        values = GemmValues(spec)
+        for pos, nbytes in sorted(values.vector_reads(values.epilogue_plan(vector_width(spec))).items()):
+            checks.append(f'hidet::is_aligned(buffers[{pos}], {nbytes})')
+        checks.append(f'hidet::is_aligned(buffers[{nin}], {vector_width(spec) * spec.out_dtype.nbytes})')
     cond = ' && '.join(dict.fromkeys(checks)) or 'true'
     lines += [f'HIDET_KERNEL_EXPORT int32_t {entry}(void* const* buffers, int32_t num_buffers, const int64_t* dims, '
               'int32_t num_dims, void* stream) {',

@@ -7,11 +7,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Tuple
 
-from hidet.ir.dtypes import int32, int64
+from hidet.ir.dtypes import float32, int32, int64
 from hidet.ir.expr import (Binary, BufferLoad, COMPARE_OPS, Cast, Constant, Expr, SymbolVar, TensorElement, Var, binary,
                            cast, convert)
 from hidet.ir.functors import INT32_MAX, collect, conjuncts, merge_divmod, narrow_index, rewrite
 from hidet.ir.schedulers.lowering import flat_index
+from hidet.ir.schedulers.vectorize import LanePlan
+from hidet.ir.stmt import Declare, Seq, Stmt, Store, VectorCopy
 from hidet.ir.type import TensorType
 
 from .spec import GemmSpec, Operand
@@ -22,6 +24,11 @@ def _prod(xs) -> int:
     for x in xs:
         n *= x
     return n
+
+
+def _copy_lanes(lanes: int, dtype) -> int:
+    """Lanes of ``dtype`` per vector load: all of them, or 16 bytes' worth (the widest load)."""
+    return min(lanes, max(1, 16 // dtype.nbytes))
 
 
 @dataclass
@@ -211,6 +218,47 @@ class GemmValues:
 
     def epilogue(self, bz, gm, gn, acc) -> Expr:
         return self._at(self.spec.epilogue, bz, {self.spec.m_var: gm, self.spec.n_var: gn, self.spec.acc: acc})
+
+    def epilogue_plan(self, lanes: int) -> LanePlan:
+        """The epilogue planned for ``lanes`` consecutive outputs along n (the epilogue's vectors): a read
+        contiguous along n and aligned is one vector load, a read independent of n one scalar load, any other
+        read (a stride along n) one scalar load per lane."""
+        return LanePlan(self.spec.epilogue, self.spec.n_var, lanes, strided_per_lane=True)
+
+    def vector_reads(self, plan: LanePlan) -> Dict[int, int]:
+        """The alignment in bytes that ``plan``'s vector loads need, by input position."""
+        pos = {id(t): i for i, t in enumerate(self.spec.task.inputs)}
+        return {pos[id(e.tensor)]: _copy_lanes(plan.lanes, e.dtype) * e.dtype.nbytes for _, e, _ in plan.vectors}
+
+    def vector_epilogue(self, plan: LanePlan, bz, gm, gn, stage: Var, stage_index: Expr) -> Stmt:
+        """The statements computing and storing the outputs (bz, gm, gn .. gn + lanes - 1), gn a multiple of
+        the lanes: the accumulators from ``stage[stage_index ..]`` (float32, 16-byte aligned) and ``plan``'s
+        reads by vector loads, its broadcast reads once, the epilogue per lane, one vector store."""
+        spec, lanes = self.spec, plan.lanes
+        at = self.batch_values(bz)
+        at.update({spec.m_var: gm, spec.n_var: gn})
+        acc = Var('av', float32, type=TensorType(float32, [lanes], 'register'))
+        step = _copy_lanes(lanes, float32)
+        body: List[Stmt] = [Declare(acc)] + [VectorCopy(acc, q, stage, stage_index + q if q else stage_index, step)
+                                             for q in range(0, lanes, step)]
+        body += [Declare(v, self.lower(e, at)) for v, e in plan.broadcasts]
+        regs = {}
+        for v, e, flat in plan.vectors:
+            reg = Var(f'{v.name}_vec', e.dtype, type=TensorType(e.dtype, [lanes], 'register'))
+            index = merge_divmod(self.lower(flat, at), static_divisors=False)
+            step = _copy_lanes(lanes, e.dtype)
+            body += [Declare(reg)] + [VectorCopy(reg, q, self._params[id(e.tensor)], index + q if q else index, step)
+                                      for q in range(0, lanes, step)]
+            regs[v] = reg
+        out_reg = Var('ov', spec.out_dtype, type=TensorType(spec.out_dtype, [lanes], 'register'))
+        body.append(Declare(out_reg))
+        for j in range(lanes):
+            lane = dict(at)
+            lane.update({spec.n_var: gn + j, spec.acc: BufferLoad(acc, j, float32)})
+            lane.update({v: BufferLoad(reg, j, reg.type.dtype) for v, reg in regs.items()})
+            body.append(Store(out_reg, j, self.lower(plan.value, lane)))
+        body.append(VectorCopy(self.out, self.out_index(bz, gm, gn), out_reg, 0, lanes))
+        return Seq(body)
 
     def out_index(self, bz, gm, gn) -> Expr:
         return self._at(self.spec.out_index, bz, {self.spec.m_var: gm, self.spec.n_var: gn})
