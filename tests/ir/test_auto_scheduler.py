@@ -7,7 +7,7 @@ import torch
 import hidet
 from hidet.graph.operator import Operator
 from hidet.ir.compute import compute, reduce, tensor_input
-from hidet.ir.expr import call, cast, select
+from hidet.ir.expr import call, cast, convert, select
 from hidet.ir.schedulers import schedule_task
 from hidet.ir.stmt import For, If, Seq, VectorCopy
 from hidet.ir.task import Task
@@ -80,13 +80,24 @@ def test_vector_width_follows_the_widest_element():
     assert f.aligned == ((0, 16), (1, 8))
 
 
-def test_no_vectors_where_reads_do_not_allow():
+def test_no_vectors_where_the_width_does_not_allow():
+    odd = elementwise([[10, 7]], ['float16'], lambda a: a * 2)
+    f = kernel(odd, 'cuda')
+    assert f.fallback is None and not any(isinstance(s, VectorCopy) for s in stmts(f.body))
+
+
+def test_strided_reads_go_per_lane_under_a_vector_store():
+    """A transpose, and an NCHW input made channels-last with its channels padded to 8 (a network's first
+    layer): each lane reads its element, consecutive threads consecutive memory; the store is one vector."""
     x = tensor_input('x', 'float32', [64, 64])
     transposed = Task('t', [x], [compute('y', [64, 64], lambda i, j: x[j, i])])
-    odd = elementwise([[10, 7]], ['float16'], lambda a: a * 2)
-    for task in (transposed, odd):
+    image = tensor_input('x', 'float16', [2, 3, 8, 8])
+    nhwc = Task('p', [image], [compute('y', [2, 8, 8, 8], lambda n, h, w, c: select(c < 3, image[n, c, h, w],
+                                                                                     convert(0.0, 'float16')))])
+    for task, lanes in ((transposed, 4), (nhwc, 8)):
         f = kernel(task, 'cuda')
-        assert f.fallback is None and not any(isinstance(s, VectorCopy) for s in stmts(f.body))
+        assert [c.count for c in stmts(f.body) if isinstance(c, VectorCopy)] == [lanes]  # the store only
+        assert f.aligned == ((1, 16),)
 
 
 def test_unaligned_and_conditional_reads_go_per_element():
@@ -111,6 +122,14 @@ def test_vectorized_kernels_compute_like_torch(device):
     close(run(Task('s', [xt], [compute('y', [16, 32], lambda i, j: xt[i, j + 1])]), xs), xs[:, 1:])
     padded = Task('p', [xt], [compute('y', [16, 36], lambda i, j: select(j < 33, xt[i, j], 0.0))])
     close(run(padded, xs), torch.nn.functional.pad(xs, [0, 3]))
+    xs = torch.randn(33, 16, device=device)
+    xt = tensor_input('x', 'float32', [33, 16])
+    close(run(Task('t', [xt], [compute('y', [16, 32], lambda i, j: xt[j + 1, i])]), xs), xs[1:].t())
+    image = torch.randn(2, 3, 8, 8, device=device).half()
+    it = tensor_input('x', 'float16', [2, 3, 8, 8])
+    nhwc = Task('p', [it], [compute('y', [2, 8, 8, 8], lambda n, h, w, c: select(c < 3, it[n, c, h, w],
+                                                                                 convert(0.0, 'float16')))])
+    close(run(nhwc, image), torch.nn.functional.pad(image.permute(0, 2, 3, 1), [0, 5]), 0.0)
 
 
 def test_unaligned_buffers_run_the_scalar_kernel(device):

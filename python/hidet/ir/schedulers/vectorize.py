@@ -6,11 +6,11 @@ Each read of an input is classified by how its flat index varies along the inner
 
 - independent of ``j`` (broadcast along it): loaded once, as a scalar, for the ``V`` elements;
 - ``base + j`` with ``base`` a known multiple of ``V`` (contiguous and aligned): one vector load;
-- ``base + j`` otherwise, or read only under a condition (a branch of a select, the right of ``&&``:
-  loading a whole vector there could leave the tensor, e.g. in pad or concat): one scalar load per element
-  (consecutive threads still read consecutive memory);
-- anything else (a stride other than 1, a division, an index loaded per element): not vectorized; the
-  kernel falls back to the scalar path (one element per thread).
+- anything else: one scalar load per element (lane) of the vector: ``base + j`` not known aligned, a read
+  only under a condition (a branch of a select, the right of ``&&``: loading a whole vector there could leave
+  the tensor, e.g. in pad or concat), a stride other than 1 along ``j`` (a transpose, an NCHW input made
+  channels-last: consecutive threads then read consecutive memory of each lane's row, and the store is still
+  one vector), an index loaded per element.
 
 Buffers need ``V`` × element-size alignment too: the launcher checks the pointers and runs the scalar
 kernel (``Function.fallback``) when one is not aligned (e.g. a torch view at an odd offset).
@@ -33,17 +33,16 @@ VECTOR_BYTES = 16
 
 
 class NotVectorizable(Exception):
-    """A read that no vector plan takes (a stride other than 1 along the lanes, an index loaded per lane)."""
+    """A value that no vector plan takes (an expression the plan does not know, such as a reduction)."""
 
 
 class LanePlan:
     """A value computed for ``lanes`` consecutive values of ``last`` (one vector of outputs), with its vector reads
     replaced by lane placeholders and its broadcast reads by scalars loaded once (also the matmul templates'
-    epilogues: hidet.kernels.matmul.values). ``strided_per_lane``: a read that is neither (a stride other than 1
-    along ``last``, an index loaded per lane) stays one scalar load per lane instead of failing the plan."""
+    epilogues: hidet.kernels.matmul.values); any other read is one scalar load per lane."""
 
-    def __init__(self, value: Expr, last: Var, lanes: int, strided_per_lane: bool = False):
-        self.last, self.lanes, self.strided_per_lane = last, lanes, strided_per_lane
+    def __init__(self, value: Expr, last: Var, lanes: int):
+        self.last, self.lanes = last, lanes
         self.vectors: List[Tuple[Var, TensorElement, Expr]] = []  # (placeholder, read, flat index)
         self.broadcasts: List[Tuple[Var, TensorElement]] = []
         self.keys: Dict[str, Var] = {}
@@ -84,20 +83,14 @@ class LanePlan:
         if known is not None:  # read unconditionally already (e.g. in a select's condition)
             return known
         flat = flat_index(e.indices, e.tensor.shape)
-        if depends_on(flat, [p for p, _, _ in self.vectors]):
-            if self.strided_per_lane:
-                return e
-            raise NotVectorizable('an index loaded per element')
+        if depends_on(flat, [p for p, _, _ in self.vectors]):  # an index loaded per lane
+            return e
         if not depends_on(flat, [self.last]):
             if conditional:
                 return e
             return self._placeholder(e, lambda v: self.broadcasts.append((v, e)))
         along = linear(flat, self.last)
-        if along is None or along[0] != 1:
-            if self.strided_per_lane:
-                return e
-            raise NotVectorizable('not contiguous along the innermost dimension')
-        if conditional or along[1] % self.lanes != 0:
+        if along is None or along[0] != 1 or conditional or along[1] % self.lanes != 0:
             return e
         return self._placeholder(e, lambda v: self.vectors.append((v, e, flat)))
 

@@ -223,7 +223,7 @@ class GemmValues:
         """The epilogue planned for ``lanes`` consecutive outputs along n (the epilogue's vectors): a read
         contiguous along n and aligned is one vector load, a read independent of n one scalar load, any other
         read (a stride along n) one scalar load per lane."""
-        return LanePlan(self.spec.epilogue, self.spec.n_var, lanes, strided_per_lane=True)
+        return LanePlan(self.spec.epilogue, self.spec.n_var, lanes)
 
     def vector_reads(self, plan: LanePlan) -> Dict[int, int]:
         """The alignment in bytes that ``plan``'s vector loads need, by input position."""
