@@ -126,6 +126,22 @@ def test_non_contiguous_cuda_input_and_structure():
     assert_close(compiled(x), f(x))
 
 
+def test_cpu_indices_of_cuda_tensors():
+    """CPU index tensors (a bool mask, integer positions) beside CUDA inputs, as torch accepts them: they move
+    to the GPU with the call (the float16 index_put OpInfo sample)."""
+    def f(x, mask, pos, v):
+        y = torch.index_put(x, (mask,), v)
+        return y[pos] * 2
+
+    torch.manual_seed(0)
+    x, v = torch.randn(5, 5, device='cuda').half(), torch.randn(5, device='cuda').half()
+    mask, pos = torch.tensor([True, True, False, True, False]), torch.tensor([4, 0, 3])
+    compiled = torch.compile(f, backend='hidet')
+    assert_close(compiled(x, mask, pos, v), f(x, mask, pos, v))
+    mask = torch.tensor([False, True, True, False, True])
+    assert_close(compiled(x, mask, pos, v), f(x, mask, pos, v))
+
+
 # ---------------------------------------------------------------- the target models (random weights)
 VISION = ['resnet18', 'resnet50', 'mobilenet_v2', 'efficientnet_b0', 'vit_b_16', 'convnext_tiny']
 

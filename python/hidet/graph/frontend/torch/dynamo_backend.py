@@ -130,13 +130,26 @@ class CompiledFx:
         self._check_reasons: Dict[str, str] = {}  # of the last check: why conversions declined
 
     def interpreter(self, args: Sequence[Any] = ()) -> Interpreter:
+        device = self._device(args)
+        return Interpreter(self.gm, self.registry, _device_text(device) if device is not None else None)
+
+    def _device(self, args: Sequence[Any]) -> Optional[torch.device]:
+        """The graph's device: that of its first CUDA input tensor, else of its first input tensor."""
         devices = [a.device for c, a in zip(self.constants, args) if not c and isinstance(a, torch.Tensor)]
-        return Interpreter(self.gm, self.registry, _device_text(devices[0]) if devices else None)
+        return next((d for d in devices if d.type == 'cuda'), devices[0] if devices else None)
+
+    @staticmethod
+    def _joins(a: torch.Tensor, device: Optional[torch.device]) -> bool:
+        """Whether input ``a`` moves to the graph's device: a CPU integer or bool tensor beside CUDA inputs is an
+        index (torch indexes CUDA tensors with CPU indices, as in ``x[mask] = v``)."""
+        return device is not None and device.type == 'cuda' and a.device.type == 'cpu' and not (
+            a.dtype.is_floating_point or a.dtype.is_complex)
 
     # ------------------------------------------------------------------ building
     def _bind(self, interp: Interpreter, args: Sequence[Any]):
         """Placeholder values: constants for model state, symbols for input tensors, Python values as they are."""
         values, symbols = [], []
+        device = self._device(args)
         for is_const, dims, a in zip(self.constants, self.symbolic, args):
             if is_const:
                 values.append(interp.to_constant(a))
@@ -144,7 +157,8 @@ class CompiledFx:
                 values.append(dims)
             elif isinstance(a, torch.Tensor):
                 shape = list(dims) if dims is not None else list(a.shape)
-                s = hidet.symbol(shape, str(a.dtype).replace('torch.', ''), _device_text(a.device))
+                s = hidet.symbol(shape, str(a.dtype).replace('torch.', ''),
+                                 _device_text(device if self._joins(a, device) else a.device))
                 values.append(s)
                 symbols.append(s)
             else:
@@ -261,8 +275,9 @@ class CompiledFx:
     # ------------------------------------------------------------------ running
     def __call__(self, *args):
         compiled = self._cache.get(self._key(args)) or self.prepare(args)
-        inputs = [_contiguous(a) for is_const, a in zip(self.constants, args)
-                  if not is_const and isinstance(a, torch.Tensor)]
+        device = self._device(args)
+        inputs = [_contiguous(a.to(device) if self._joins(a, device) else a)
+                  for is_const, a in zip(self.constants, args) if not is_const and isinstance(a, torch.Tensor)]
         outs = compiled.runner(inputs) if compiled.num_graph_outputs else []
         return map_structure(compiled.out_spec, lambda leaf: outs[leaf.index] if isinstance(leaf, _Out) else leaf)
 
