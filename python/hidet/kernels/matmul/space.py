@@ -126,7 +126,13 @@ def _wg_default(spec: GemmSpec, sms: int):
             cfg = wg_config(spec, 64, 64, 64, sms, stages=4)
         else:
             cfg = wg_config(spec, 64, min(bn, 128), min(bn, 128), sms, stages=3)
-        return cfg if tma_unsupported(spec) else replace(cfg, tma=True)
+        if not tma_unsupported(spec):
+            return replace(cfg, tma=True)
+        # copied by cp.async (channels not a multiple of 64: a network's first layer, mobile networks), which keeps
+        # S - 2 tiles in flight: 3 stages leave one, too few to hide the gather's latency (resnet's 7x7 first
+        # layer at batch 1 on the H100: 64 x 64 tiles 9.3 µs in 3 stages, 8.4 in 4; 128 x 64: 8.9 and 7.3)
+        deeper = replace(cfg, stages=max(cfg.stages, 4))
+        return deeper if not check_config(spec, deeper) else cfg
     return _wg_dense_default(spec, sms)
 
 
