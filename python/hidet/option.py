@@ -1,10 +1,11 @@
 """hidet's options: one frozen dataclass, and the one place that reads environment variables.
 
-Options are created at the API edge and passed down explicitly::
+Options are resolved once at an API edge and passed down explicitly::
 
     opts = hidet.option.current()                      # defaults: environment + process defaults
     with hidet.option.context(cuda_arch='sm_90') as o:  # modified options, current in this block
-        hidet.backend.build_library(src, 'cuda', 'k')   # reads current() when given no options
+        hidet.backend.build_library(src, 'cuda', 'k')   # an edge: resolve(None) reads current() once
+    graph.build(options=opts.replace(num_build_workers=4))  # or given: nothing below reads current()
 
 Precedence, lowest first: the dataclass defaults, environment variables (``ENV_VARS``), process
 defaults set by ``set_defaults`` / ``cache_dir(path)``, the innermost ``context`` of this thread.
@@ -133,6 +134,13 @@ def current() -> Options:
     """The options in effect on this thread: the innermost ``context``, else the defaults."""
     stack = getattr(_local, 'stack', None)
     return stack[-1] if stack else _defaults()
+
+
+def resolve(options: Optional[Options]) -> Options:
+    """``options``, or without them the current ones: what an API edge (FlowGraph.build, build_task,
+    build_library, the torch backend, the CLI) does once; everything below takes the resolved options as an
+    argument and never reads the current ones (tests/test_structure.py checks it)."""
+    return options if options is not None else current()
 
 
 @contextlib.contextmanager

@@ -126,8 +126,9 @@ def build_library(source: str, target: str, name: str, options: Optional[Options
 def build_libraries(jobs: Sequence[Tuple[str, str, str]], options: Optional[Options] = None) -> List[str]:
     """Paths of the libraries of ``jobs`` ((source, target, name) each), in order. Cache hits are resolved
     first; the missing ones compile in parallel on options.num_build_workers threads, with a progress bar
-    when more than one compiles. If some fail, the others still finish, then the first failure is raised."""
-    options = options or option.current()
+    when more than one compiles. If some fail, the others still finish, then the first failure is raised.
+    An API edge: without ``options``, the current ones (hidet.option)."""
+    options = option.resolve(options)
     toolchains = {target: toolchain(target, options) for target in dict.fromkeys(job[1] for job in jobs)}
     keys, missing = [], {}  # missing: key -> (source, name, toolchain)
     log = logs.logger('cache')
@@ -147,10 +148,9 @@ def build_libraries(jobs: Sequence[Tuple[str, str, str]], options: Optional[Opti
     return [os.path.join(entry_dir(key, options), LIBRARY) for key in keys]
 
 
-def build_workers(options: Optional[Options] = None) -> int:
+def build_workers(options: Options) -> int:
     """How many kernels compile at once: options.num_build_workers (default: the CPU count), 1 without
     options.parallel_build."""
-    options = options or option.current()
     return (options.num_build_workers or os.cpu_count() or 1) if options.parallel_build else 1
 
 
@@ -176,14 +176,13 @@ def _kind_dir(kind: str, options: Options) -> str:
     return os.path.join(options.cache_dir, kind)
 
 
-def tuning_path(key: str, options: Optional[Options] = None) -> str:
+def tuning_path(key: str, options: Options) -> str:
     """``<cache_dir>/tuning/<key[:2]>/<key>.json``: the tuning result stored under ``key`` (a hex digest of
     everything that changes it: the task, target and arch, the template, the search level, the options)."""
-    options = options or option.current()
     return os.path.join(options.cache_dir, 'tuning', key[:2], key + TUNING_SUFFIX)
 
 
-def load_tuning(key: str, options: Optional[Options] = None) -> Optional[dict]:
+def load_tuning(key: str, options: Options) -> Optional[dict]:
     """The stored tuning result of ``key``, or None (missing or unreadable)."""
     try:
         with open(tuning_path(key, options)) as f:
@@ -192,7 +191,7 @@ def load_tuning(key: str, options: Optional[Options] = None) -> Optional[dict]:
         return None
 
 
-def store_tuning(key: str, record: dict, options: Optional[Options] = None) -> str:
+def store_tuning(key: str, record: dict, options: Options) -> str:
     """Write a tuning result atomically; returns its path."""
     path = tuning_path(key, options)
     os.makedirs(os.path.dirname(path), exist_ok=True)
@@ -202,7 +201,7 @@ def store_tuning(key: str, record: dict, options: Optional[Options] = None) -> s
 
 def clear(kind: str = 'kernels', options: Optional[Options] = None) -> None:
     """Remove the cached entries of ``kind`` ('kernels', 'tuning' or 'all') from the cache directory."""
-    options = options or option.current()
+    options = option.resolve(options)
     for k in KINDS if kind == 'all' else (kind,):
         shutil.rmtree(_kind_dir(k, options), ignore_errors=True)
 
@@ -210,7 +209,7 @@ def clear(kind: str = 'kernels', options: Optional[Options] = None) -> None:
 def status(kind: str = 'kernels', options: Optional[Options] = None) -> dict:
     """{'path', 'entries', 'bytes'} of the cached ``kind``: entries counts built libraries (kernels) or
     stored results (tuning)."""
-    options = options or option.current()
+    options = option.resolve(options)
     path = _kind_dir(kind, options)
     entries, size = 0, 0
     for root, _, files in os.walk(path):

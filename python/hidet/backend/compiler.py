@@ -77,7 +77,7 @@ def _executable(path: Optional[str]) -> Optional[str]:
 def find_nvcc(options: Optional[Options] = None) -> str:
     """The nvcc to use: options.nvcc / HIDET_NVCC, $CUDA_HOME/bin/nvcc, nvcc on PATH,
     /usr/local/cuda/bin/nvcc, then the PyPI package nvidia-cuda-nvcc-cu12 inside site-packages."""
-    options = options or option.current()
+    options = option.resolve(options)
     if options.nvcc:
         if not _executable(options.nvcc):
             raise CompilerNotFoundError(f'nvcc set by hidet.option / HIDET_NVCC is not an executable: {options.nvcc}')
@@ -104,7 +104,7 @@ def find_nvcc(options: Optional[Options] = None) -> str:
 
 def find_cxx(options: Optional[Options] = None) -> List[str]:
     """The C++ compiler command: options.cxx / $CXX (may hold flags) or g++."""
-    options = options or option.current()
+    options = option.resolve(options)
     command = shlex.split(options.cxx or '') or ['g++']
     path = shutil.which(command[0])
     if path is None:
@@ -150,7 +150,7 @@ def host_cpu() -> str:
 
 def cuda_arch(options: Optional[Options] = None) -> str:
     """'sm_XX' to build for: options.cuda_arch / HIDET_CUDA_ARCH, else the current GPU (through torch)."""
-    options = options or option.current()
+    options = option.resolve(options)
     if options.cuda_arch:
         return options.cuda_arch
     try:
@@ -206,7 +206,7 @@ class Toolchain:
 
 def toolchain(target: str, options: Optional[Options] = None) -> Toolchain:
     """Resolve the compiler, arch and flags for ``target`` ('cpu' or 'cuda')."""
-    options = options or option.current()
+    options = option.resolve(options)
     inc = include_dir()
     if target == 'cpu':
         cxx = find_cxx(options)
@@ -281,7 +281,7 @@ def compile_library(tc: Toolchain, source_path: str, output_path: str, options: 
 
     With options.debug_keep_source, the compilers' intermediate files (PTX, cubin, preprocessed source)
     are kept in ``intermediates/`` beside the source."""
-    options = options or option.current()
+    options = option.resolve(options)
     source_path, output_path = os.path.abspath(source_path), os.path.abspath(output_path)
     command, cwd = tc.command(source_path, output_path), None
     if header_dir is not None:

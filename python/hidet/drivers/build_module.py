@@ -9,13 +9,14 @@ low 32 bits, float64 as its 64-bit pattern (hidet/kernel/lang.h reads them back)
 from __future__ import annotations
 
 import struct
-from typing import Dict, List
+from typing import Dict, List, Optional
 
 from hidet.backend.cache import build_library
 from hidet.backend.codegen import generate
 from hidet.ir.dtypes import DataType, data_type
 from hidet.ir.stmt import Function, IRModule
 from hidet.ir.type import TensorMapType
+from hidet.option import Options
 from hidet.runtime.compiled_module import CompiledFunction, CompiledModule
 
 _LOADED: Dict[str, CompiledModule] = {}
@@ -123,13 +124,14 @@ class BuiltScriptModule:
         return f"BuiltScriptModule({self.ir_module.name}, kernels: {', '.join(self.kernels)})"
 
 
-def build_ir_module(ir_module: IRModule) -> BuiltScriptModule:
-    """Generate, compile (through the kernel cache) and load a Hidet Script IRModule."""
+def build_ir_module(ir_module: IRModule, options: Optional[Options] = None) -> BuiltScriptModule:
+    """Generate, compile (through the kernel cache) and load a Hidet Script IRModule (``options``: how it builds;
+    without them, the current ones)."""
     if ir_module.exports is None:
         raise ValueError('build_ir_module builds script modules (IRModule with exports); '
                          'tasks build through hidet.drivers.build_task')
     source = generate(ir_module)
-    path = build_library(source, ir_module.target, ir_module.name)
+    path = build_library(source, ir_module.target, ir_module.name, options)
     if path not in _LOADED:
         _LOADED[path] = CompiledModule(path)
     return BuiltScriptModule(ir_module, source, path, _LOADED[path])

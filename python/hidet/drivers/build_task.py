@@ -12,15 +12,17 @@ again with the same shapes reuses its kernel without hashing sources or touching
 from __future__ import annotations
 
 import logging
-from typing import Dict, List, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 import hidet.option
 from hidet.backend.cache import build_libraries
 from hidet.backend.codegen import generate
+from hidet.backend.compiler import cuda_arch
 from hidet.drivers.tuning import choose_configs
 from hidet.ir.schedulers import schedule_task
 from hidet.ir.task import Task
 from hidet.kernels import find as find_template
+from hidet.option import Options
 from hidet.runtime.compiled_module import CompiledModule
 from hidet.utils import logs
 
@@ -31,17 +33,18 @@ class _LoadedModules:
     modules: Dict[Tuple[str, str, str, int], CompiledModule] = {}
 
 
-def _memo_key(task: Task, target: str, space: int) -> Tuple[str, str, str, int]:
-    return task.key(), target, hidet.option.current().cache_key(), space
+def _memo_key(task: Task, target: str, space: int, options: Options) -> Tuple[str, str, str, int]:
+    return task.key(), target, options.cache_key(), space
 
 
-def task_sources(jobs: Sequence[Tuple[Task, str]], space: int = 0) -> List[str]:
+def task_sources(jobs: Sequence[Tuple[Task, str]], space: int = 0, options: Optional[Options] = None) -> List[str]:
     """The kernel-library source of each (task, target): a template's at its chosen config, else the
-    auto-scheduler's."""
-    found = [find_template(task, target) for task, target in jobs]
+    auto-scheduler's (``options``: without them, the current ones)."""
+    options = hidet.option.resolve(options)
+    found = [_find_template(task, target, options) for task, target in jobs]
     points = [t.points(task, target) if t is not None else [] for (task, target), t in zip(jobs, found)]
     tuned = [p for ps in points for p in ps]
-    configs = iter(choose_configs(tuned, space) if tuned else [])
+    configs = iter(choose_configs(tuned, space, options=options) if tuned else [])
     log = logs.logger('build')
     sources = []
     for (task, target), t, ps in zip(jobs, found, points):
@@ -58,18 +61,33 @@ def task_sources(jobs: Sequence[Tuple[Task, str]], space: int = 0) -> List[str]:
     return sources
 
 
-def build_tasks(jobs: Sequence[Tuple[Task, str]], space: int = 0) -> List[CompiledModule]:
-    """Build (in parallel, with a progress bar when several compile) and load a module per (task, target)."""
-    keys = [_memo_key(task, target, space) for task, target in jobs]
+def _find_template(task: Task, target: str, options: Options):
+    """The template of ``task``, for the options' CUDA arch; None without one (no GPU, none set: the auto-scheduler's
+    source, whose build then says how to set it)."""
+    if target != 'cuda':
+        return find_template(task, target, None)
+    try:
+        arch = cuda_arch(options)
+    except RuntimeError:
+        return None
+    return find_template(task, target, arch)
+
+
+def build_tasks(jobs: Sequence[Tuple[Task, str]], space: int = 0, options: Optional[Options] = None
+                ) -> List[CompiledModule]:
+    """Build (in parallel, with a progress bar when several compile) and load a module per (task, target).
+    An API edge: without ``options``, the current ones (hidet.option), read once."""
+    options = hidet.option.resolve(options)
+    keys = [_memo_key(task, target, space, options) for task, target in jobs]
     missing = {k: job for k, job in zip(keys, jobs) if k not in _LoadedModules.modules}
     if missing:
         jobs_missing = list(missing.values())
         times = logs.StageTimes()
         with times.stage('sources (scheduling, tuning)'):
             sources = [(src, target, task.name)
-                       for src, (task, target) in zip(task_sources(jobs_missing, space), jobs_missing)]
+                       for src, (task, target) in zip(task_sources(jobs_missing, space, options), jobs_missing)]
         with times.stage('compile'):
-            paths = build_libraries(sources)
+            paths = build_libraries(sources, options)
         with times.stage('load'):
             for key, path in zip(missing, paths):
                 _LoadedModules.modules[key] = CompiledModule(path)
@@ -77,5 +95,5 @@ def build_tasks(jobs: Sequence[Tuple[Task, str]], space: int = 0) -> List[Compil
     return [_LoadedModules.modules[k] for k in keys]
 
 
-def build_task(task: Task, target: str, space: int = 0) -> CompiledModule:
-    return build_tasks([(task, target)], space)[0]
+def build_task(task: Task, target: str, space: int = 0, options: Optional[Options] = None) -> CompiledModule:
+    return build_tasks([(task, target)], space, options)[0]

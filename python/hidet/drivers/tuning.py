@@ -25,6 +25,7 @@ from typing import Callable, List, Optional, Sequence, Tuple
 
 import hidet.option
 from hidet.backend import cache
+from hidet.option import Options
 from hidet.backend.compiler import cuda_arch
 from hidet.ir.task import Task
 from hidet.runtime.compiled_module import CompiledModule
@@ -41,8 +42,7 @@ AGREE_RTOL = 2e-2  # outputs agree within this fraction of the reference's large
 AGREE_STRAY = 1e-5  # and are NaN or infinite at the same elements but this fraction
 
 
-def tuning_key(task: Task, target: str, template, level: int) -> str:
-    options = hidet.option.current()
+def tuning_key(task: Task, target: str, template, level: int, options: Options) -> str:
     arch = cuda_arch(options) if target == 'cuda' else 'cpu'
     digest = hashlib.sha256()
     for part in (task.text(), target, arch, template.name, str(level), options.cache_key(), __version__):
@@ -105,11 +105,11 @@ class Trial:
 CUDA_TIMED_CALLS = 20  # launches per CUDA graph when timing a CUDA candidate
 
 
-def bundle_size(candidates: int) -> int:
+def bundle_size(candidates: int, options: Options) -> int:
     """Candidates compiled in one library: a CUDA library's fixed cost (headers, host code: ~1.6 s of the 2.4 s
     of a wgmma candidate with nvcc 13 here) is paid once per library, while enough libraries remain to keep
     every build worker busy; at most BUNDLE_MAX."""
-    return max(1, min(BUNDLE_MAX, candidates // cache.build_workers()))
+    return max(1, min(BUNDLE_MAX, candidates // cache.build_workers(options)))
 
 
 class WrongResults(Exception):
@@ -137,8 +137,10 @@ def benchmark_library(task: Task, path: str, target: str, trial: Trial = None, e
 
 
 def choose_configs(items: Sequence[Tuple[Task, str, object]], level: int,
-                   benchmark: Optional[Benchmark] = None) -> List[object]:
-    """The config each (task, target, template) runs at search level ``level``."""
+                   benchmark: Optional[Benchmark] = None, *, options: Optional[Options] = None) -> List[object]:
+    """The config each (task, target, template) runs at search level ``level`` (``options``: where results are
+    cached, how candidates build; without them, the current ones)."""
+    options = hidet.option.resolve(options)
     if level not in (0, 1, 2):
         raise ValueError(f'search space must be 0, 1 or 2, got {level!r}')
     chosen: List[object] = [None] * len(items)
@@ -147,8 +149,8 @@ def choose_configs(items: Sequence[Tuple[Task, str, object]], level: int,
         if level == 0:
             chosen[i] = template.space(0)[0]
             continue
-        key = tuning_key(task, target, template, level)
-        record = cache.load_tuning(key)
+        key = tuning_key(task, target, template, level, options)
+        record = cache.load_tuning(key, options)
         config = template.config_from_json(record['config']) if record and 'config' in record else None
         if config is not None:
             chosen[i] = config
@@ -157,14 +159,14 @@ def choose_configs(items: Sequence[Tuple[Task, str, object]], level: int,
         candidates = template.space(level)
         if len(candidates) == 1:
             chosen[i] = candidates[0]
-            _store(key, task, template, level, candidates, [0.0], 0)
+            _store(key, task, template, level, candidates, [0.0], 0, options)
             continue
         pending.append((i, key, candidates))
     if not pending:
         return chosen
     # compile every candidate of every untuned task at once: (library job, entry) per candidate
     jobs, where = [], []
-    size = bundle_size(sum(len(c) for _, _, c in pending))
+    size = bundle_size(sum(len(c) for _, _, c in pending), options)
     for i, key, candidates in pending:
         task, target, template = items[i]
         for start in range(0, len(candidates), size):
@@ -177,7 +179,7 @@ def choose_configs(items: Sequence[Tuple[Task, str, object]], level: int,
                 where += [(len(jobs), f'launch_{j}') for j in range(len(group))]
                 jobs.append((source, target, f'{task.name} candidates'))
     t0 = time.perf_counter()
-    paths = cache.build_libraries(jobs)
+    paths = cache.build_libraries(jobs, options)
     compiled_s = time.perf_counter() - t0
     libraries = iter((paths[job], entry) for job, entry in where)
     benchmark = benchmark or benchmark_library
@@ -199,7 +201,7 @@ def choose_configs(items: Sequence[Tuple[Task, str, object]], level: int,
         if math.isinf(latencies[best]):
             raise RuntimeError(f'no candidate of {template.name} could run {template.title}')
         chosen[i] = candidates[best]
-        _store(key, task, template, level, candidates, latencies, best)
+        _store(key, task, template, level, candidates, latencies, best, options)
         log = logs.logger('tuning')
         log.info('%s: %d candidates, chose %s (%.4f ms; the default %.4f ms)', template.title, len(candidates),
                  template.config_to_json(candidates[best]), latencies[best], latencies[0])
@@ -212,7 +214,7 @@ def choose_configs(items: Sequence[Tuple[Task, str, object]], level: int,
     return chosen
 
 
-def _store(key: str, task: Task, template, level: int, candidates, latencies, best: int) -> None:
+def _store(key: str, task: Task, template, level: int, candidates, latencies, best: int, options: Options) -> None:
     record = {
         'task': task.name, 'title': template.title, 'template': template.name, 'level': level,
         'config': template.config_to_json(candidates[best]), 'latency_ms': latencies[best],
@@ -221,4 +223,4 @@ def _store(key: str, task: Task, template, level: int, candidates, latencies, be
         'hidet': __version__, 'time': time.strftime('%Y-%m-%d %H:%M:%S'),
     }
     json.dumps(record)  # fail here, not half-way through a write
-    cache.store_tuning(key, record)
+    cache.store_tuning(key, record, options)

@@ -13,6 +13,7 @@ from hidet.graph.flow_graph import FlowGraph, display_name
 from hidet.graph.tensor import Tensor, _host_values
 from hidet.ir.dtypes import data_type
 from hidet.ir.expr import dim_postfix
+from hidet.option import Options
 from hidet.runtime import artifact
 from hidet.runtime.compiled_graph import CompiledGraph
 from hidet.version import __version__
@@ -54,8 +55,8 @@ class MemoryPlanner:
         self.free = merged
 
 
-def build_flow_graph(graph: FlowGraph, space: int = 0, input_names: Optional[Sequence[str]] = None,
-                     output_names: Optional[Sequence[str]] = None) -> CompiledGraph:
+def build_flow_graph(graph: FlowGraph, space: int, input_names: Optional[Sequence[str]],
+                     output_names: Optional[Sequence[str]], options: Options) -> CompiledGraph:
     if space not in (0, 1, 2):
         raise ValueError(f'search space must be 0, 1 or 2, got {space!r}')
     devices = {str(t.device) for t in graph.inputs + graph.outputs + graph.constants}
@@ -108,7 +109,7 @@ def build_flow_graph(graph: FlowGraph, space: int = 0, input_names: Optional[Seq
         if key not in task_index:
             task_index[key] = len(jobs)
             jobs.append((node, (node.task, target)))
-    modules = build_tasks([job for _, job in jobs], space)
+    modules = build_tasks([job for _, job in jobs], space, options)
     kernels = [{'library': f'kernels/{i}.so', 'function': 'launch', 'name': display_name(node)}
                for i, (node, _) in enumerate(jobs)]
 
@@ -136,7 +137,7 @@ def build_flow_graph(graph: FlowGraph, space: int = 0, input_names: Optional[Seq
         'format_version': artifact.SYMBOLIC_FORMAT_VERSION if symbols else artifact.FORMAT_VERSION,
         'hidet_version': __version__,
         'target': target,
-        'arch': cuda_arch() if target == 'cuda' else 'x86-64',
+        'arch': cuda_arch(options) if target == 'cuda' else 'x86-64',
         'inputs': inputs,
         'outputs': outputs,
         'tensors': tensors,

@@ -18,6 +18,7 @@ from hidet.graph.operator import Operator
 from hidet.graph.tensor import Tensor, bind_symbols
 from hidet.ir.dtypes import data_type
 from hidet.ir.expr import symbols_of
+from hidet.option import Options, resolve as resolve_options
 from hidet.runtime.device import device as _device
 
 
@@ -113,14 +114,14 @@ class FlowGraph:
         return symbols_of([d for t in self.inputs for d in t.shape])
 
     def build(self, space: int = 0, input_names: Optional[Sequence[str]] = None,
-              output_names: Optional[Sequence[str]] = None):
+              output_names: Optional[Sequence[str]] = None, options: Optional[Options] = None):
         """Compile into a CompiledGraph: kernels built in parallel, intermediates planned in an arena.
         The names are those of the artifact's inputs and outputs (default x, x0, x1, ... and y, y0, ...).
-        A graph with symbolic dimensions builds one set of kernels that runs at any values of them (CPU
-        graphs; CUDA kernels with symbolic dimensions are not there yet)."""
+        A graph with symbolic dimensions builds one set of kernels that runs at any values of them. ``options``
+        (hidet.option.Options): how kernels build and where they are cached; without them, the current ones."""
         from hidet.graph.build import build_flow_graph  # (build.py reads FlowGraph: a circle at import time)
 
-        return build_flow_graph(self, space=space, input_names=input_names, output_names=output_names)
+        return build_flow_graph(self, space, input_names, output_names, resolve_options(options))
 
     def cuda_graph(self):
         """Build, then capture into a CUDA graph (see CompiledGraph.cuda_graph)."""

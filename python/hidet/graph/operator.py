@@ -11,6 +11,7 @@ from typing import Any, Dict, List, Optional, Sequence
 from hidet.graph.tensor import Tensor, _empty, bind_symbols
 from hidet.ir.expr import evaluate_dim
 from hidet.ir.task import Task
+from hidet.option import Options
 from hidet.runtime.device import device as _device
 
 _deferral = threading.local()
@@ -81,9 +82,11 @@ class Operator:
         """Compute the outputs from concrete inputs."""
         return self.compute(self.inputs)
 
-    def compute(self, inputs: Sequence[Tensor], symbol_values: Optional[Dict[str, int]] = None) -> List[Tensor]:
+    def compute(self, inputs: Sequence[Tensor], symbol_values: Optional[Dict[str, int]] = None,
+                options: Optional[Options] = None) -> List[Tensor]:
         """Run this operator's kernel on concrete ``inputs`` (shaped like ``self.inputs``) into new tensors.
-        The symbolic dimensions' values are read from the inputs' shapes, or given (by a graph run)."""
+        The symbolic dimensions' values are read from the inputs' shapes, or given (by a graph run); the kernel
+        builds with ``options`` (hidet.option.Options; without them, the current ones)."""
         # (the drivers load at the first kernel built: import hidet stays light)
         from hidet.drivers import build_task
         symbols = self.task.symbols()
@@ -94,7 +97,7 @@ class Operator:
         # k = 0 writes zeros, a constant pad of an empty tensor writes the padding).
         if all(t.numel() > 0 for t in outputs):
             dims = [values[name] for name in symbols]
-            build_task(self.task, self.target)['launch'](*inputs, *outputs, dims=dims)
+            build_task(self.task, self.target, options=options)['launch'](*inputs, *outputs, dims=dims)
         return outputs
 
     def clone(self, inputs: Sequence[Tensor]) -> 'Operator':

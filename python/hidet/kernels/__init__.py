@@ -20,15 +20,17 @@ from hidet.kernels.depthwise import find_depthwise_template
 from hidet.kernels.matmul import find_matmul_template
 from hidet.kernels.template import Template
 
-# Which family a task may belong to, asked in order; each finder returns a template for the task or None (the
-# symbolic tasks its template cannot serve among them). A new family adds its finder here.
+# Which family a task may belong to, asked in order; each finder ``(task, target, arch)`` returns a template for
+# the task or None (the symbolic tasks its template cannot serve among them). A new family adds its finder here.
 FINDERS = (find_matmul_template, find_attention_template, find_depthwise_template)
 
 
-def find(task: Task, target: str) -> Optional[Template]:
-    """The template for ``task`` on ``target``, or None (the auto-scheduler runs it)."""
+def find(task: Task, target: str, arch: Optional[str] = None) -> Optional[Template]:
+    """The template for ``task`` on ``target``, or None (the auto-scheduler runs it). ``arch``: the CUDA arch
+    the kernels are built for (the build drivers pass their options'); None: the current options' (or the GPU's),
+    where a family depends on it."""
     for finder in FINDERS:
-        template = finder(task, target)
+        template = finder(task, target, arch)
         if template is not None:
             return template
     return None

@@ -74,11 +74,11 @@ def test_cpu_tuning_times_candidates_on_the_cpu(tmp_path):
 
     task = MatmulOp(hidet.symbol([64, 96]), hidet.symbol([96, 80])).task
     template = find_matmul_template(task, 'cpu')
-    with hidet.option.context(cache_dir=str(tmp_path)):
+    with hidet.option.context(cache_dir=str(tmp_path)) as opts:
         (config,) = choose_configs([(task, 'cpu', template)], 1)
         from hidet.backend import cache
 
-        record = json.loads(open(cache.tuning_path(tuning_key(task, 'cpu', template, 1))).read())
+        record = json.loads(open(cache.tuning_path(tuning_key(task, 'cpu', template, 1, opts), opts)).read())
     assert config in template.space(1)
     assert all(c['latency_ms'] is not None and c['latency_ms'] > 0 for c in record['candidates'])
 

@@ -307,12 +307,12 @@ def test_tuning_persists_in_the_cache(tmp_path):
     template = FakeTemplate(task)
     calls = []
     bench = fake_benchmark(calls, {0: 3.0, 1: 1.0, 2: 2.0, 3: math.inf})
-    with hidet.option.context(cache_dir=str(tmp_path)):
+    with hidet.option.context(cache_dir=str(tmp_path)) as opts:
         assert choose_configs([(task, 'cpu', template)], 0, bench) == [0] and calls == []  # level 0: no tuning
         assert choose_configs([(task, 'cpu', template)], 2, bench) == [1]
         assert sorted(calls) == [0, 1, 2, 3]
         assert cache.status('tuning')['entries'] == 1
-        record = json.loads(open(cache.tuning_path(tuning_key(task, 'cpu', template, 2))).read())
+        record = json.loads(open(cache.tuning_path(tuning_key(task, 'cpu', template, 2, opts), opts)).read())
         assert record['config'] == {'value': 1} and record['latency_ms'] == 1.0
         assert [c['latency_ms'] for c in record['candidates']] == [3.0, 1.0, 2.0, None]
         calls.clear()
@@ -354,10 +354,10 @@ def test_tuning_drops_candidates_that_compute_something_else(tmp_path):
         seen.append(config)
         return {0: 3.0, 1: 1.0, 2: 2.0, 3: 2.5}[config]
 
-    with hidet.option.context(cache_dir=str(tmp_path)):
+    with hidet.option.context(cache_dir=str(tmp_path)) as opts:
         with pytest.warns(UserWarning, match=r"candidate \{'value': 1\} of wrong-v1 .* computes different results"):
             assert tuning.choose_configs([(task, 'cpu', template)], 2, timed) == [2]
-        record = json.loads(open(cache.tuning_path(tuning.tuning_key(task, 'cpu', template, 2))).read())
+        record = json.loads(open(cache.tuning_path(tuning.tuning_key(task, 'cpu', template, 2, opts), opts)).read())
     assert sorted(seen) == [0, 2, 3] and [c['latency_ms'] for c in record['candidates']] == [3.0, None, 2.0, 2.5]
 
 
@@ -397,14 +397,14 @@ def test_tuning_compiles_candidates_together(tmp_path):
         tuning.benchmark_library(task, path, target, trial, entry, warmup=0, number=1, repeat=1)
         return 1.0 + len(seen)
 
-    with hidet.option.context(cache_dir=str(tmp_path), num_build_workers=1):
-        assert tuning.bundle_size(4) == 4 and tuning.bundle_size(3) == 3 and tuning.bundle_size(9) == 4
+    with hidet.option.context(cache_dir=str(tmp_path), num_build_workers=1) as opts:
+        assert [tuning.bundle_size(n, opts) for n in (4, 3, 9)] == [4, 3, 4]
         with pytest.warns(UserWarning, match=r"candidate \{'value': 2\}"):
             assert tuning.choose_configs([(task, 'cpu', template)], 2, timed) == [0]
     assert [e for _, e in seen] == ['launch_0', 'launch_1', 'launch_2', 'launch_3']
     assert len({p for p, _ in seen}) == 1
-    with hidet.option.context(num_build_workers=8):
-        assert tuning.bundle_size(9) == 1 and tuning.bundle_size(32) == 4 and tuning.bundle_size(20) == 2
+    opts = hidet.option.current().replace(num_build_workers=8)
+    assert [tuning.bundle_size(n, opts) for n in (9, 32, 20)] == [1, 4, 2]
 
 
 def test_trial_outputs_agree_within_a_tolerance():
@@ -644,6 +644,16 @@ def test_conv_window_only_where_im2col_fits():
     spec = match_gemm(hidet.graph.optimize(hidet.trace_from(y, [q, w])).nodes[0].task)
     if spec.a.gather is not None:
         assert spec.a.gather.window is None
+
+
+def test_convolutions_copied_by_cp_async_keep_two_tiles_in_flight():
+    """A convolution whose channels TMA cannot copy (a network's first layer: 3 channels padded to 8) defaults to
+    at least 4 stages (cp.async keeps S - 2 tiles in flight); one TMA copies keeps its own depth."""
+    stem = _conv_spec([1, 224, 224, 8], [64, 7, 7, 8], 2, 3, 1)
+    cfg = default_config(stem, 132, wgmma=True)
+    assert cfg.wgmma and not cfg.tma and cfg.stages >= 4, cfg.name()
+    layer = _conv_spec([1, 56, 56, 64], [64, 3, 3, 64], 1, 1, 1)
+    assert default_config(layer, 132, wgmma=True).tma
 
 
 @pytest.mark.parametrize('shape,config', [

@@ -150,14 +150,14 @@ def test_tuning_runs_candidates_compiled_together(dtype, tmp_path):
     a, b = _rand([200, 328], dtype), _rand([328, 520], dtype, 0.1)
     task = matmul_task([200, 328], [328, 520], dtype)
     template = find_matmul_template(task, 'cuda')
-    with hidet.option.context(cache_dir=str(tmp_path), num_build_workers=2):
-        assert bundle_size(len(template.space(2))) == 4
+    with hidet.option.context(cache_dir=str(tmp_path), num_build_workers=2) as opts:
+        assert bundle_size(len(template.space(2)), opts) == 4
         with warnings.catch_warnings():
             warnings.simplefilter('error')  # (a candidate dropped for its results would warn)
             (config,) = choose_configs([(task, 'cuda', template)], 2)
         from hidet.backend import cache
 
-        record = json.loads(open(cache.tuning_path(tuning_key(task, 'cuda', template, 2))).read())
+        record = json.loads(open(cache.tuning_path(tuning_key(task, 'cuda', template, 2, opts), opts)).read())
     assert all(c['latency_ms'] is not None for c in record['candidates'])
     _check_candidates(task, lambda: (a, b), lambda x, y: (x.float() @ y.float()).to(x.dtype), [config])
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import List
+from typing import List, Optional
 
 from hidet.graph.flow_graph import FlowGraph
 from hidet.graph.transforms import pass_context
@@ -26,6 +26,7 @@ from hidet.graph.transforms.fuse_operators import FuseOperators
 from hidet.graph.transforms.merge_sibling_matmuls import MergeSiblingMatmuls
 from hidet.graph.transforms.pass_context import PassContext
 from hidet.graph.transforms.simplify_transforms import SimplifyTransforms
+from hidet.option import Options, resolve as resolve_options
 from hidet.utils import logs
 
 
@@ -40,11 +41,14 @@ def default_passes() -> List[GraphPass]:
             AnnotateKernelOptions()]
 
 
-def optimize(graph: FlowGraph) -> FlowGraph:
-    """``graph`` rewritten by the default passes under the current PassContext."""
+def optimize(graph: FlowGraph, options: Optional[Options] = None) -> FlowGraph:
+    """``graph`` rewritten by the default passes under the current PassContext; kernels that the passes run
+    (constant folding) build with ``options`` (hidet.option.Options; without them, the context's, else the
+    current ones)."""
     if not isinstance(graph, FlowGraph):
         raise TypeError(f'optimize expects a FlowGraph (from hidet.trace_from), got {type(graph).__name__}')
     ctx = pass_context.current()
+    ctx = ctx.with_options(resolve_options(options if options is not None else ctx.options))
     log = logs.logger('graph')
     log.info('optimizing a graph of %d operators, %d inputs, %d constants', len(graph.nodes), len(graph.inputs),
              len(graph.constants))

@@ -50,14 +50,14 @@ class FoldConstants(GraphPass):
         if not on_host and not by_kernel:
             return graph
         if jobs:
-            build_tasks(list(jobs.values()))
+            build_tasks(list(jobs.values()), options=ctx.options)
         host = _HostValues(graph, on_host)
 
         def fold(node: Operator, inputs: List[Tensor]):
             if id(node) in on_host:
                 return host.run(node, inputs)
             if id(node) in by_kernel:
-                return node.compute(inputs)
+                return node.compute(inputs, options=ctx.options)
             return None
 
         graph = rewrite_graph(graph, fold)

@@ -11,8 +11,11 @@ this thread (a default context when none is active).
 """
 from __future__ import annotations
 
+import copy
 import threading
 from typing import List, Optional
+
+from hidet.option import Options
 
 _PRECISIONS = ('float16', 'bfloat16', 'float32')
 
@@ -25,6 +28,9 @@ class PassContext:
         self.parallel_k: str = 'default'
         self.channels_last: Optional[bool] = None
         self.verbose: bool = False
+        # how the kernels that passes run (constant folding) build: optimize fills it in (with the options it is
+        # given, else the current ones) so that no pass reads hidet.option itself
+        self.options: Optional[Options] = None
 
     def set_precision(self, dtype: Optional[str] = None) -> 'PassContext':
         """Run the graph's float32 computations in ``dtype`` (float16/bfloat16); None keeps them."""
@@ -73,6 +79,12 @@ class PassContext:
         """Print each pass's effect (node counts) while optimizing."""
         self.verbose = bool(flag)
         return self
+
+    def with_options(self, options: Options) -> 'PassContext':
+        """A copy of this context whose kernels build with ``options``."""
+        ctx = copy.copy(self)
+        ctx.options = options
+        return ctx
 
     def __enter__(self) -> 'PassContext':
         _stack().append(self)

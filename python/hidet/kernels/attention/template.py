@@ -330,7 +330,8 @@ class AttentionTemplate(Template):
         return '' if config in self.space(2) else f'{config.name()} is not a config of {self.name} on {self.target}'
 
 
-def find_attention_template(task: Task, target: str) -> Optional[AttentionTemplate]:
+def find_attention_template(task: Task, target: str, arch: Optional[str] = None) -> Optional[AttentionTemplate]:
+    """The template of ``task`` on ``target``, or None (``arch`` does not matter: one kernel serves sm_80 on)."""
     if task.name != 'attention' or 'causal' not in task.attrs:
         return None
     if task.symbols() and target != 'cuda':  # the CPU kernel keeps a row of scores on the stack: static lengths

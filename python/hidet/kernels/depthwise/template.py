@@ -630,7 +630,8 @@ def explain(task: Task) -> str:
         return str(e)
 
 
-def find_depthwise_template(task: Task, target: str) -> Optional[DepthwiseTemplate]:
+def find_depthwise_template(task: Task, target: str, arch: Optional[str] = None) -> Optional[DepthwiseTemplate]:
+    """The template of ``task`` on ``target``, or None (``arch`` does not matter: one kernel serves sm_80 on)."""
     if target not in TARGETS:
         return None
     try:

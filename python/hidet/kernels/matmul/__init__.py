@@ -66,6 +66,8 @@ CPU_DTYPES = ('float32', 'float16', 'bfloat16')
 
 
 def find_matmul_template(task: Task, target: str, arch: Optional[str] = None):
+    """The matmul template of ``task`` on ``target``, or None. ``arch``: the CUDA arch the kernels are built for;
+    None (a direct call, an API edge) takes the current options' (or the GPU's)."""
     if task.symbols():
         return _find_symbolic(task, target, arch)
     if target == 'cpu':

@@ -26,6 +26,7 @@ from hidet.graph.frontend.torch.fallback import split_unsupported
 from hidet.graph.frontend.torch.interpreter import Interpreter, map_structure, node_target_name
 from hidet.graph.frontend.torch.registry import Registry
 from hidet.graph.tensor import Tensor
+from hidet.option import Options
 from hidet.utils import logs
 
 _GRAPH_IDS = itertools.count()
@@ -37,17 +38,19 @@ def hidet_backend(graph_module: torch.fx.GraphModule, example_inputs: Sequence[A
     import hidet.graph.frontend.torch  # noqa: F401  (registers the conversions)
 
     config = dynamo_config.resolve(mode, options)
+    build_options = hidet.option.current()  # (this is the API edge: hidet's own options are read here, once)
     if config.print_input_graph:
         print_fx_graph(graph_module)
     constants = constant_placeholders(graph_module, example_inputs)
-    compiled = CompiledFx(graph_module, constants, config, registry)
+    compiled = CompiledFx(graph_module, constants, config, registry, build_options)
     if _has_fake_tensors(example_inputs):  # no data to compile with: compiled on the first call
         return compiled
     unsupported = compiled.check(example_inputs)
     if unsupported:
         if not config.fallback_to_eager:
             raise compiled.unsupported_error(example_inputs, unsupported)
-        return split_unsupported(graph_module, constants, {n.name for n in unsupported}, config, registry)
+        return split_unsupported(graph_module, constants, {n.name for n in unsupported}, config, registry,
+                                 build_options)
     if config.correctness_report:
         correctness_report(graph_module, example_inputs, constants, registry, print_table=True)
     compiled.prepare(example_inputs)
@@ -118,10 +121,11 @@ class CompiledFx:
     state included) and returns the fx graph's output structure of torch tensors."""
 
     def __init__(self, gm: torch.fx.GraphModule, constants: Sequence[bool], config: CompileOptions,
-                 registry: Optional[Registry] = None):
+                 registry: Optional[Registry] = None, options: Optional[Options] = None):
         self.gm = gm
         self.constants = list(constants)
         self.config = config
+        self.options = hidet.option.resolve(options)  # how its kernels build (hidet.option), read once
         self.registry = registry
         self._cache: Dict[Tuple, _Compiled] = {}
         self.graph_id = next(_GRAPH_IDS)
@@ -223,7 +227,7 @@ class CompiledFx:
             # TF32 where the user allows it: hidet's own knob, or torch's for its matmuls
             ctx.set_use_tensor_core(config.use_tensor_core or bool(torch.backends.cuda.matmul.allow_tf32))
             with stage('optimize'):
-                optimized = hidet.graph.optimize(flow_graph)
+                optimized = hidet.graph.optimize(flow_graph, self.options)
         if dump:
             _write(dump, 'flow_graph_optimized.txt', str(optimized))
         return optimized, out_spec, len(graph_outputs)
@@ -240,7 +244,7 @@ class CompiledFx:
         if optimized is None:
             return _Compiled(lambda inputs: [], out_spec, 0)
         with times.stage('build'):
-            compiled_graph = optimized.build(space=self.config.search_space)
+            compiled_graph = optimized.build(space=self.config.search_space, options=self.options)
         log.info('graph %d compiled in %s (%d kernels, search space %d)', self.graph_id, times.text(),
                  len(optimized.nodes), self.config.search_space)
         dump = self._dump_dir()

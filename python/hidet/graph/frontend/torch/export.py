@@ -16,6 +16,7 @@ from typing import Any, Dict, List, Optional, Sequence
 
 import torch
 
+import hidet.option
 from hidet.graph.frontend.torch.dynamo_backend import CompiledFx, _Out, constant_placeholders
 from hidet.graph.frontend.torch.dynamo_config import dynamo_config
 from hidet.graph.frontend.torch.interpreter import map_structure
@@ -43,13 +44,14 @@ def compile_to_file(model, example_inputs: Sequence[torch.Tensor], path: str, *,
     values = dict(options or {})
     values['search_space'] = search_space
     config = dynamo_config.resolve(None, values)
+    build_options = hidet.option.current()  # (the API edge: hidet's own options, read once)
 
     gm, args = _capture(model, example_inputs)
     if any(type(a).__name__ == 'FakeTensor' for a in args):
         raise RuntimeError('compile_to_file: dynamo handed over fake tensors; call it outside torch.compile / '
                            'FakeTensorMode, on real example inputs')
     constants = constant_placeholders(gm, args)
-    compiled_fx = CompiledFx(gm, constants, config, registry)
+    compiled_fx = CompiledFx(gm, constants, config, registry, build_options)
     unsupported = compiled_fx.check(args)
     if unsupported:
         raise compiled_fx.unsupported_error(args, unsupported)
@@ -67,7 +69,8 @@ def compile_to_file(model, example_inputs: Sequence[torch.Tensor], path: str, *,
     input_names = _unique([_argument_name(n.name) for n, c, a in zip(placeholders, constants, args)
                            if not c and isinstance(a, torch.Tensor)])
     output_names = [f'output_{i}' for i in range(num_outputs)]
-    compiled = flow_graph.build(space=config.search_space, input_names=input_names, output_names=output_names)
+    compiled = flow_graph.build(space=config.search_space, input_names=input_names, output_names=output_names,
+                                options=build_options)
     directory = os.path.dirname(os.path.abspath(path))
     os.makedirs(directory, exist_ok=True)
     compiled.save(path)

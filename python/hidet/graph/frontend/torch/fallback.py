@@ -12,6 +12,7 @@ import torch.fx
 from hidet.graph.frontend.torch.dynamo_config import CompileOptions
 from hidet.graph.frontend.torch.interpreter import node_target_name
 from hidet.graph.frontend.torch.registry import Registry
+from hidet.option import Options, resolve as resolve_options
 
 _CALLS = ('call_function', 'call_method', 'call_module')
 
@@ -20,20 +21,24 @@ class _HidetRegion(torch.nn.Module):
     """A supported region: compiled by hidet per input signature on its first calls."""
 
     def __init__(self, gm: torch.fx.GraphModule, constants: Sequence[bool], config: CompileOptions,
-                 registry: Optional[Registry]):
+                 registry: Optional[Registry], options: Options):
         super().__init__()
         # (a circle at import time: dynamo_backend imports this module)
         from hidet.graph.frontend.torch.dynamo_backend import CompiledFx
 
         self.gm = gm
-        self.compiled = CompiledFx(gm, constants, config, registry)
+        self.compiled = CompiledFx(gm, constants, config, registry, options)
 
     def forward(self, *args):
         return self.compiled(*args)
 
 
 def split_unsupported(gm: torch.fx.GraphModule, constants: Sequence[bool], unsupported: Set[str],
-                      config: CompileOptions, registry: Optional[Registry] = None) -> torch.fx.GraphModule:
+                      config: CompileOptions, registry: Optional[Registry] = None, options: Optional[Options] = None
+                      ) -> torch.fx.GraphModule:
+    """``gm`` with its supported regions compiled by hidet (with ``options``, hidet.option; without them, the
+    current ones) and the ``unsupported`` nodes left to eager PyTorch."""
+    options = resolve_options(options)
     from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
     from torch.fx.passes.operator_support import OperatorSupportBase
 
@@ -54,6 +59,6 @@ def split_unsupported(gm: torch.fx.GraphModule, constants: Sequence[bool], unsup
         if not isinstance(sub, torch.fx.GraphModule):
             continue
         flags = [isinstance(a, torch.fx.Node) and (a.op == 'get_attr' or a.name in state) for a in node.args]
-        setattr(fused, node.target, _HidetRegion(sub, flags, config, registry))
+        setattr(fused, node.target, _HidetRegion(sub, flags, config, registry, options))
     fused.recompile()
     return fused
