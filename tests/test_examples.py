@@ -26,6 +26,8 @@ hidet.torch.dynamo_config.search_space(2)
 assert hidet.torch.dynamo_config['search_space'] == 2
 assert hidet.driver.build_ir_module is hidet.drivers.build_ir_module
 assert callable(hidet.graph.frontend.from_onnx)
+import hidet.graph.frontend.torch.registry as old, hidet.frontend.torch.registry as new  # (moved: one module)
+assert old is new and old.__spec__.name == 'hidet.frontend.torch.registry'
 x = hidet.randn([2, 3])
 assert hidet.ops.transpose(x, [1, 0]).shape == (3, 2)
 print('ok')

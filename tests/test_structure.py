@@ -21,7 +21,7 @@ LAYERS = {
     'hidet.drivers': 4,
     'hidet.graph': 5, 'hidet.ops': 5,  # (hidet.ops: the package's name for hidet.graph.ops)
     'hidet': 6,  # the package's API (its __init__), which the frontends use as any user does
-    'hidet.graph.frontend': 7,
+    'hidet.frontend': 7,
     'hidet.onnx': 8, 'hidet.torch': 8,  # the frontends' public faces
     'hidet.cli': 9,
     'hidet.__main__': 10,

@@ -30,7 +30,7 @@ from .ir.dtypes import (
 from .runtime import HidetRuntimeError, OutOfMemoryError
 from .runtime.device import Device, device
 from .graph import FlowGraph, Tensor, from_dlpack, from_numpy, from_torch, ops, symbol, symbol_like, trace_from
-from . import graph, utils
+from . import _compat, graph, utils
 from .utils import logs as _logs
 from .runtime.compiled_graph import CompiledGraph, load_compiled_graph
 from .graph.creation import (
@@ -52,6 +52,7 @@ from .graph.creation import (
 )
 
 _logs.set_logs(option.current().logs)  # HIDET_LOGS
+_compat.install()  # the original Hidet's module paths (hidet.graph.frontend...)
 
 # Submodules reached from a bare ``import hidet`` (as the original Hidet's documents do), loaded on first use:
 # the torch frontend imports torch, which a user of hidet.ops alone should not pay for, and nothing that

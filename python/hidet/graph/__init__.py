@@ -9,8 +9,8 @@ from .transforms import PassContext, optimize
 
 
 def __getattr__(name):
-    # ``hidet.graph.frontend`` (from_onnx, the torch frontend) after a bare ``import hidet``, loaded on first use:
-    # the frontends import torch and onnx, which the graph layer does not need
+    # ``hidet.graph.frontend``, the original Hidet's path of the frontends (hidet.frontend since they became a
+    # layer of their own: hidet/_compat.py), after a bare ``import hidet``, loaded on first use
     if name == 'frontend':
         return importlib.import_module('hidet.graph.frontend')
     raise AttributeError(f"module 'hidet.graph' has no attribute {name!r}")

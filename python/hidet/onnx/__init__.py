@@ -1,3 +1,3 @@
-"""``hidet.onnx.from_onnx``: the ONNX frontend (hidet.graph.frontend.onnx) under a short name."""
-from hidet.graph.frontend.onnx import (OnnxConversionError, OnnxModule, OnnxUnsupportedError,  # noqa: F401
+"""``hidet.onnx.from_onnx``: the ONNX frontend (hidet.frontend.onnx) under a short name."""
+from hidet.frontend.onnx import (OnnxConversionError, OnnxModule, OnnxUnsupportedError,  # noqa: F401
                                        from_onnx)

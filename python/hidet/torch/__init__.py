@@ -1,4 +1,4 @@
-"""``hidet.torch``: the public face of the PyTorch frontend (hidet/graph/frontend/torch/).
+"""``hidet.torch``: the public face of the PyTorch frontend (hidet/frontend/torch/).
 
     import torch, hidet.torch
     hidet.torch.dynamo_config.search_space(2)
@@ -9,7 +9,7 @@
 
     hidet.torch.compile_to_file(model, [x], 'model.hidet')   # an artifact for the C++ runtime
 """
-from hidet.graph.frontend.torch import (  # noqa: F401
+from hidet.frontend.torch import (  # noqa: F401
     CompiledFx, CompileOptions, DynamoConfig, HidetModule, Interpreter, Registry, UnsupportedOperatorsError,
     compile_to_file, default_registry, dynamic_tracing, dynamo_config, hidet_backend, register_function,
     register_method, register_module, target_name,

@@ -113,7 +113,7 @@ def _index(path: str) -> int:
 
 
 def is_covered(case: Case) -> bool:
-    from hidet.graph.frontend.onnx.registry import domain_opsets, lookup, registered
+    from hidet.frontend.onnx.registry import domain_opsets, lookup, registered
 
     registered()
     opset = domain_opsets(case.model).get('', 0)
@@ -123,7 +123,7 @@ def is_covered(case: Case) -> bool:
 
 # ---------------------------------------------------------------- running
 def _module(case: Case):
-    from hidet.graph.frontend.onnx import OnnxUnsupportedError, from_onnx
+    from hidet.frontend.onnx import OnnxUnsupportedError, from_onnx
 
     try:
         return from_onnx(case.model), None
@@ -188,7 +188,7 @@ def _tensor(a: np.ndarray):
 
 
 def run_case(case: Case, module) -> Result:
-    from hidet.graph.frontend.onnx import OnnxConversionError
+    from hidet.frontend.onnx import OnnxConversionError
 
     try:
         for ins, expected in case.data_sets:

@@ -6,7 +6,7 @@ import torch
 from torch import nn
 
 import hidet
-import hidet.graph.frontend  # noqa: F401 (hidet does not import its frontends)
+import hidet.frontend  # noqa: F401 (hidet does not import its frontends)
 import hidet.onnx  # noqa: F401
 from onnx_test_utils import assert_close, export, run_ort
 
@@ -126,7 +126,7 @@ def test_cnn_imperative(opset):
     model, x = _cnn()
     proto = export(model, [x], opset=opset, input_names=['x'])
     want = run_ort(proto, {'x': x.numpy()})[0]
-    module = hidet.graph.frontend.from_onnx(proto)
+    module = hidet.frontend.from_onnx(proto)
     assert_close(module(hidet.from_torch(x)), want)
     assert_close(want, model(x).detach().numpy())
 
@@ -136,7 +136,7 @@ def test_transformer_imperative(opset):
     model, ids = _transformer()
     proto = export(model, [ids], opset=opset, input_names=['ids'])
     want = run_ort(proto, {'ids': ids.numpy()})[0]
-    module = hidet.graph.frontend.from_onnx(proto)
+    module = hidet.frontend.from_onnx(proto)
     assert_close(module(hidet.from_torch(ids)), want)
 
 
@@ -282,7 +282,7 @@ def test_hidet_imports_without_onnx():
     import subprocess
     import sys
 
-    code = ("import sys; sys.modules['onnx'] = None; import hidet, hidet.onnx, hidet.graph.frontend; "
+    code = ("import sys; sys.modules['onnx'] = None; import hidet, hidet.onnx, hidet.frontend; "
             "assert callable(hidet.onnx.from_onnx)")
     subprocess.run([sys.executable, '-c', code], check=True)
 
@@ -290,11 +290,11 @@ def test_hidet_imports_without_onnx():
 def test_docs_list_the_registry():
     import os
 
-    from hidet.graph.frontend.onnx.registry import supported_ops_markdown
+    from hidet.frontend.onnx.registry import supported_ops_markdown
 
     doc = os.path.join(os.path.dirname(__file__), '..', '..', '..', 'docs', 'onnx.md')
     with open(doc) as f:
         text = f.read()
     assert supported_ops_markdown() in text, ('docs/onnx.md is out of date; regenerate its table with '
-                                              'python -c "from hidet.graph.frontend.onnx.registry import '
+                                              'python -c "from hidet.frontend.onnx.registry import '
                                               'supported_ops_markdown as s; print(s())"')

@@ -3,7 +3,7 @@ default operator registry."""
 import pytest
 import torch
 
-from hidet.graph.frontend.torch import default_registry, dynamo_config
+from hidet.frontend.torch import default_registry, dynamo_config
 
 
 @pytest.fixture(autouse=True)

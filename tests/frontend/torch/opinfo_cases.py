@@ -26,8 +26,8 @@ from torch.testing._internal.common_methods_invocations import op_db
 torch.backends.flags_frozen.__globals__['__allow_nonbracketed_mutation_flag'] = True
 assert not torch.backends.flags_frozen()
 
-from hidet.graph.frontend.torch import default_registry, hidet_backend
-from hidet.graph.frontend.torch.registry import target_name
+from hidet.frontend.torch import default_registry, hidet_backend
+from hidet.frontend.torch.registry import target_name
 
 MAX_SAMPLES = 3           # samples of the function variant per OpInfo (the others get one: they test dispatch)
 MAX_NUMEL = 4096          # elements per tensor: small shapes keep the kernels and the suite fast

@@ -8,7 +8,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from hidet.graph.frontend.torch import dynamo_backend
+from hidet.frontend.torch import dynamo_backend
 
 from .utils import assert_close, compile_and_compare
 
@@ -61,11 +61,11 @@ def test_parameters_and_buffers_are_constants(monkeypatch):
     flags, built = [], []
     original = dynamo_backend.CompiledFx.__init__
 
-    def spy(self, gm, constants, config, registry=None):
+    def spy(self, gm, constants, config, registry=None, options=None):
         names = [n.name for n in gm.graph.nodes if n.op == 'placeholder']
         flags.append(dict(zip(names, constants)))
         built.append(self)
-        original(self, gm, constants, config, registry)
+        original(self, gm, constants, config, registry, options)
 
     monkeypatch.setattr(dynamo_backend.CompiledFx, '__init__', spy)
 

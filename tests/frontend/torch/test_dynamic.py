@@ -164,7 +164,7 @@ def test_symint_inputs_and_sizes_in_the_graph(size_oblivious):
 def test_a_declined_conversion_says_why(size_oblivious):
     """A conversion that declines a symbolic case (a strided slice of a symbolic size) is reported with its
     reason."""
-    from hidet.graph.frontend.torch.interpreter import UnsupportedOperatorsError
+    from hidet.frontend.torch.interpreter import UnsupportedOperatorsError
 
     def f(x):
         return x[:, ::2] * 2

@@ -7,7 +7,7 @@ import torch.nn.functional as F
 from torch import nn
 
 import hidet
-from hidet.graph.frontend.torch import dynamo_backend
+from hidet.frontend.torch import dynamo_backend
 from hidet.torch import default_registry, dynamo_config, hidet_backend, register_function
 
 from .utils import assert_close, compile_and_compare
@@ -52,9 +52,9 @@ def test_mode_and_options_reach_the_backend(monkeypatch):
     seen = []
     original = dynamo_backend.CompiledFx.__init__
 
-    def spy(self, gm, constants, config, registry=None):
+    def spy(self, gm, constants, config, registry=None, options=None):
         seen.append(config)
-        original(self, gm, constants, config, registry)
+        original(self, gm, constants, config, registry, options)
 
     monkeypatch.setattr(dynamo_backend.CompiledFx, '__init__', spy)
     model, x = _mlp(), torch.randn(2, 8)
@@ -70,12 +70,12 @@ def test_pass_context_knobs(monkeypatch):
     contexts = []
     optimize = hidet.graph.optimize
 
-    def spy(graph):
+    def spy(graph, options=None):
         from hidet.graph.transforms import pass_context
 
         ctx = pass_context.current()
         contexts.append((ctx.precision, ctx.reduce_precision, ctx.use_tensor_core))
-        return optimize(graph)
+        return optimize(graph, options)
 
     monkeypatch.setattr(hidet.graph, 'optimize', spy)
     model, x = _mlp(), torch.randn(3, 8)
@@ -134,7 +134,7 @@ def test_correctness_report_flags_a_wrong_conversion(capsys):
     def wrong_relu(x, inplace=False):
         return hidet.ops.abs(x)
 
-    from hidet.graph.frontend.torch.correctness import correctness_report
+    from hidet.frontend.torch.correctness import correctness_report
 
     gm = torch.fx.symbolic_trace(f)
     x = torch.randn(64)

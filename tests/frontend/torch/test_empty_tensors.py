@@ -18,7 +18,7 @@ from torch.testing._internal.opinfo.core import SampleInput
 import hidet
 from tests.frontend.torch.opinfo_cases import (EAGER, EXCLUDED_SAMPLES, TOLERANCES, Case, Part, _tensors_ok,
                                                build_cases, case_dtype, eager_takes, run_eager, run_pairs)
-from hidet.graph.frontend.torch import hidet_backend
+from hidet.frontend.torch import hidet_backend
 
 CASES = build_cases()
 
@@ -137,7 +137,7 @@ def test_the_sweep_tells_a_trip_from_a_clear_error():
     over the empty input (``[][0]``) fails, so does one that returns a value there, and one that returns the wrong
     shape where eager returns."""
     from hidet import ops
-    from hidet.graph.frontend.torch import default_registry
+    from hidet.frontend.torch import default_registry
 
     select = empty_sample(next(c for c in CASES if c.name == 'index_select'))
     roll = empty_sample(next(c for c in CASES if c.name == 'roll'))

@@ -9,7 +9,7 @@ import torch
 from torch import nn
 
 import hidet
-from hidet.graph.frontend.torch import dynamo_backend
+from hidet.frontend.torch import dynamo_backend
 from hidet.torch import dynamic_tracing, dynamo_config
 
 from .models import GPTAttention, LlamaLayer, MaskedEncoderLayer, SmallCNN, TransformerBlock, VisionBlocks

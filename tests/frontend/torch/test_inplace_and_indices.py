@@ -4,7 +4,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from hidet.graph.frontend.torch import default_registry, hidet_backend
+from hidet.frontend.torch import default_registry, hidet_backend
 from tests.frontend.torch.utils import assert_close
 
 

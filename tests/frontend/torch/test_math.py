@@ -156,7 +156,7 @@ def test_modules_in_fx_graphs():
     """The nn.Module twins of the functions above, as call_module nodes of torch.fx.symbolic_trace graphs."""
     from torch import nn
 
-    from hidet.graph.frontend.torch import dynamo_backend
+    from hidet.frontend.torch import dynamo_backend
 
     class Net(nn.Module):
         def __init__(self):

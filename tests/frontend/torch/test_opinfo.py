@@ -52,7 +52,7 @@ def test_opinfo_covers_the_mapped_operators():
 def test_the_harness_compares_values():
     """A conversion that computes the wrong values fails its case (the harness is not vacuous)."""
     from hidet import ops
-    from hidet.graph.frontend.torch import default_registry
+    from hidet.frontend.torch import default_registry
 
     default_registry.register_function(torch.exp)(lambda input: ops.add(ops.exp(input), 1e-3))
     case = next(c for c in CASES if c.name == 'exp')

@@ -45,7 +45,8 @@ def build_calls(monkeypatch):
     """The number of tasks of each build_tasks call (the module's function: fold_constants imports it when it runs)."""
     module = importlib.import_module('hidet.drivers.build_task')
     calls, original = [], module.build_tasks
-    monkeypatch.setattr(module, 'build_tasks', lambda jobs, space=0: calls.append(len(jobs)) or original(jobs, space))
+    monkeypatch.setattr(module, 'build_tasks', lambda jobs, space=0, options=None: calls.append(len(jobs)) or
+                        original(jobs, space, options))
     return calls
 
 

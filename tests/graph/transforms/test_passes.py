@@ -51,7 +51,7 @@ def test_deferred_constants_fold_on_the_host_without_kernels(monkeypatch):
     batches = []
     original = build_task_module.build_tasks
     monkeypatch.setattr(build_task_module, 'build_tasks',
-                        lambda jobs, space=0: batches.append(len(jobs)) or original(jobs, space))
+                        lambda jobs, space=0, options=None: batches.append(len(jobs)) or original(jobs, space, options))
     folded = FoldConstants()(g, PassContext())
     assert batches == [] and _names(folded) == ['Matmul']
     np.testing.assert_array_equal(folded.constants[0].numpy(), (w.numpy() * 2).T)  # (exact: a copy and a product)

@@ -19,9 +19,9 @@ import torch
 import torch.fx
 
 import hidet
-from hidet.graph.frontend.torch.dynamic_shapes import NotTranslatable, size_to_dim
-from hidet.graph.frontend.torch.registry import GUIDE, HidetModule, Registry, default_registry, target_name
-from hidet.graph.frontend.torch.utils import to_torch_dtype
+from hidet.frontend.torch.dynamic_shapes import NotTranslatable, size_to_dim
+from hidet.frontend.torch.registry import GUIDE, HidetModule, Registry, default_registry, target_name
+from hidet.frontend.torch.utils import to_torch_dtype
 from hidet.graph.operator import deferred_constants
 from hidet.graph.tensor import Tensor
 from hidet.ir.expr import Expr

@@ -7,8 +7,8 @@ from typing import Optional
 import numpy as np
 
 from hidet.graph import ops
-from hidet.graph.frontend.onnx.registry import register
-from hidet.graph.frontend.onnx.utils import OnnxConversionError
+from hidet.frontend.onnx.registry import register
+from hidet.frontend.onnx.utils import OnnxConversionError
 from hidet.graph.ops.interpolate import COORDINATE_MODES, MODES, NEAREST_MODES
 
 

@@ -11,19 +11,19 @@
 
 Guide: docs/torch-frontend.md.
 """
-from hidet.graph.frontend.torch.registry import (
+from hidet.frontend.torch.registry import (
     HidetModule, Registry, default_registry, register_function, register_method, register_module, target_name,
 )
-from hidet.graph.frontend.torch import (  # noqa: F401  (filling the registry)
+from hidet.frontend.torch import (  # noqa: F401  (filling the registry)
     register_functions, register_linalg_functions, register_math_functions, register_methods, register_modules,
     register_nn_functions,
 )
-from hidet.graph.frontend.torch import register_inplace  # noqa: F401  (last: twins of the conversions above)
-from hidet.graph.frontend.torch.dynamo_config import CompileOptions, DynamoConfig, dynamo_config
-from hidet.graph.frontend.torch.interpreter import Interpreter, UnsupportedOperatorsError
-from hidet.graph.frontend.torch.dynamo_backend import CompiledFx, hidet_backend
-from hidet.graph.frontend.torch.export import compile_to_file
-from hidet.graph.frontend.torch.dynamic_shapes import dynamic_tracing
+from hidet.frontend.torch import register_inplace  # noqa: F401  (last: twins of the conversions above)
+from hidet.frontend.torch.dynamo_config import CompileOptions, DynamoConfig, dynamo_config
+from hidet.frontend.torch.interpreter import Interpreter, UnsupportedOperatorsError
+from hidet.frontend.torch.dynamo_backend import CompiledFx, hidet_backend
+from hidet.frontend.torch.export import compile_to_file
+from hidet.frontend.torch.dynamic_shapes import dynamic_tracing
 
 __all__ = [
     'HidetModule', 'Registry', 'default_registry', 'register_function', 'register_method', 'register_module',

@@ -20,8 +20,8 @@ from typing import List, Optional, Union
 import numpy as np
 
 from hidet.graph import ops
-from hidet.graph.frontend.onnx.registry import register
-from hidet.graph.frontend.onnx.utils import hidet_dtype
+from hidet.frontend.onnx.registry import register
+from hidet.frontend.onnx.utils import hidet_dtype
 from hidet.graph.tensor import Tensor
 
 Bias = Union[None, np.ndarray, Tensor]  # an additive bias over [..., q, kv]: 0 where a key is seen, -inf not

@@ -9,8 +9,8 @@ import torch
 import torch.fx
 
 import hidet
-from hidet.graph.frontend.torch.interpreter import Interpreter, leaves, map_structure, node_target_name
-from hidet.graph.frontend.torch.registry import Registry
+from hidet.frontend.torch.interpreter import Interpreter, leaves, map_structure, node_target_name
+from hidet.frontend.torch.registry import Registry
 from hidet.graph.tensor import Tensor
 
 # e_h above these is flagged

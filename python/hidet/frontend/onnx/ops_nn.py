@@ -6,7 +6,7 @@ from typing import List, Optional
 import numpy as np
 
 from hidet.graph import ops
-from hidet.graph.frontend.onnx.registry import REQUIRED, register
+from hidet.frontend.onnx.registry import REQUIRED, register
 from hidet.graph.tensor import Tensor, _numel
 
 _AUTO_PADS = ('NOTSET', 'SAME_UPPER', 'SAME_LOWER', 'VALID')

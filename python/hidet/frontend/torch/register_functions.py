@@ -17,9 +17,9 @@ import torch
 import hidet
 from hidet import ops
 from hidet.graph.tensor import Tensor
-from hidet.graph.frontend.torch.registry import register_function
+from hidet.frontend.torch.registry import register_function
 from hidet.graph.ops.utils import normalize_axis
-from hidet.graph.frontend.torch.utils import (
+from hidet.frontend.torch.utils import (
     as_float, dims_arg, is_tensor, same_dtype, shape_arg, to_hidet_device, torch_size, to_hidet_dtype, to_torch_device,
     to_torch_dtype,
 )

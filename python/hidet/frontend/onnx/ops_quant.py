@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 
 from hidet.graph import ops
-from hidet.graph.frontend.onnx.registry import register
-from hidet.graph.frontend.onnx.utils import hidet_dtype
+from hidet.frontend.onnx.registry import register
+from hidet.frontend.onnx.utils import hidet_dtype
 from hidet.graph.tensor import Tensor
 
 _INT_RANGE = {'int8': (-128, 127), 'uint8': (0, 255), 'int16': (-32768, 32767), 'int32': (-2 ** 31, 2 ** 31 - 1)}

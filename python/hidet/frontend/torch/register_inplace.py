@@ -11,7 +11,7 @@ import torch
 
 from hidet import ops
 from hidet.graph.tensor import Tensor
-from hidet.graph.frontend.torch.registry import default_registry, register_function, register_method
+from hidet.frontend.torch.registry import default_registry, register_function, register_method
 
 T = torch.Tensor
 

@@ -11,8 +11,8 @@ import torch
 from torch._inductor import inductor_prims
 
 from hidet import ops
-from hidet.graph.frontend.torch.registry import register_function
-from hidet.graph.frontend.torch.utils import as_float, dims_arg, is_tensor, to_hidet_dtype
+from hidet.frontend.torch.registry import register_function
+from hidet.frontend.torch.utils import as_float, dims_arg, is_tensor, to_hidet_dtype
 from hidet.graph.tensor import Tensor
 
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 import numpy as np
 
 from hidet.graph import ops
-from hidet.graph.frontend.onnx.registry import REQUIRED, register
-from hidet.graph.frontend.onnx.utils import (OnnxConversionError, hidet_dtype, onnx_dtype_name, unsupported_dtype,
+from hidet.frontend.onnx.registry import REQUIRED, register
+from hidet.frontend.onnx.utils import (OnnxConversionError, hidet_dtype, onnx_dtype_name, unsupported_dtype,
                                              value_dtype, value_shape)
 
 

@@ -19,12 +19,12 @@ import torch
 import torch.fx
 
 import hidet
-from hidet.graph.frontend.torch.correctness import correctness_report
-from hidet.graph.frontend.torch.dynamic_shapes import dims_text, placeholder_dims
-from hidet.graph.frontend.torch.dynamo_config import CompileOptions, dynamo_config
-from hidet.graph.frontend.torch.fallback import split_unsupported
-from hidet.graph.frontend.torch.interpreter import Interpreter, map_structure, node_target_name
-from hidet.graph.frontend.torch.registry import Registry
+from hidet.frontend.torch.correctness import correctness_report
+from hidet.frontend.torch.dynamic_shapes import dims_text, placeholder_dims
+from hidet.frontend.torch.dynamo_config import CompileOptions, dynamo_config
+from hidet.frontend.torch.fallback import split_unsupported
+from hidet.frontend.torch.interpreter import Interpreter, map_structure, node_target_name
+from hidet.frontend.torch.registry import Registry
 from hidet.graph.tensor import Tensor
 from hidet.option import Options
 from hidet.utils import logs
@@ -35,7 +35,7 @@ _GRAPH_IDS = itertools.count()
 def hidet_backend(graph_module: torch.fx.GraphModule, example_inputs: Sequence[Any], *, mode: Optional[str] = None,
                   options: Optional[Dict[str, Any]] = None, registry: Optional[Registry] = None):
     """The dynamo backend (entry point ``hidet`` of the ``torch_dynamo_backends`` group)."""
-    import hidet.graph.frontend.torch  # noqa: F401  (registers the conversions)
+    import hidet.frontend.torch  # noqa: F401  (registers the conversions)
 
     config = dynamo_config.resolve(mode, options)
     build_options = hidet.option.current()  # (this is the API edge: hidet's own options are read here, once)

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 
 from hidet.graph import ops
-from hidet.graph.frontend.onnx.registry import register
-from hidet.graph.frontend.onnx.utils import value_dtype
+from hidet.frontend.onnx.registry import register
+from hidet.frontend.onnx.utils import value_dtype
 from hidet.graph.ops.arithmetic import BinaryElementwiseOp, unary
 from hidet.graph.tensor import Tensor
 from hidet.ir.dtypes import boolean, float32, float64

@@ -8,9 +8,9 @@ import torch
 import torch.nn.functional as F
 
 from hidet import ops
-from hidet.graph.frontend.torch.register_functions import norm, repeat_interleave
-from hidet.graph.frontend.torch.registry import register_function
-from hidet.graph.frontend.torch.utils import as_float, dims_arg, pair, same_dtype, to_hidet_dtype
+from hidet.frontend.torch.register_functions import norm, repeat_interleave
+from hidet.frontend.torch.registry import register_function
+from hidet.frontend.torch.utils import as_float, dims_arg, pair, same_dtype, to_hidet_dtype
 from hidet.graph.tensor import Tensor
 
 

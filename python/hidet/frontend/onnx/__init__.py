@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import importlib
 
-from hidet.graph.frontend.onnx import module, registry
-from hidet.graph.frontend.onnx.module import from_onnx as _from_onnx
-from hidet.graph.frontend.onnx.utils import OnnxConversionError
+from hidet.frontend.onnx import module, registry
+from hidet.frontend.onnx.module import from_onnx as _from_onnx
+from hidet.frontend.onnx.utils import OnnxConversionError
 
 _FAMILIES = ('ops_math', 'ops_nn', 'ops_reduce', 'ops_shape', 'ops_index', 'ops_image', 'ops_attention',
              'ops_quant')
@@ -32,7 +32,7 @@ def from_onnx(model, input_shapes=None, constant_inputs=None):
 
 
 from_onnx.__doc__ = """An OnnxModule for an ONNX model (a ModelProto, a path to a .onnx file, or its bytes);
-see hidet.graph.frontend.onnx.module.from_onnx."""
+see hidet.frontend.onnx.module.from_onnx."""
 
 
 def __getattr__(name):

@@ -6,9 +6,9 @@ from torch import nn
 
 import hidet
 from hidet import ops
-from hidet.graph.frontend.torch import register_linalg_functions as la, register_nn_functions as F
-from hidet.graph.frontend.torch.register_methods import unflatten
-from hidet.graph.frontend.torch.registry import HidetModule, register_module
+from hidet.frontend.torch import register_linalg_functions as la, register_nn_functions as F
+from hidet.frontend.torch.register_methods import unflatten
+from hidet.frontend.torch.registry import HidetModule, register_module
 
 
 @register_module(nn.Conv1d, nn.Conv2d)

@@ -10,9 +10,9 @@ import torch
 import torch.nn.functional as F
 
 from hidet import ops
-from hidet.graph.frontend.torch.register_functions import norm
-from hidet.graph.frontend.torch.registry import register_function
-from hidet.graph.frontend.torch.utils import as_float, dims_arg
+from hidet.frontend.torch.register_functions import norm
+from hidet.frontend.torch.registry import register_function
+from hidet.frontend.torch.utils import as_float, dims_arg
 from hidet.graph.ops.utils import broadcast_shapes, normalize_axis
 from hidet.graph.tensor import Tensor, _numel
 
@@ -178,7 +178,7 @@ def movedim(input: Tensor, source, destination):
 @register_function(torch.unflatten)
 def unflatten(input: Tensor, dim, sizes):
     # (a circle at import time: register_methods imports this module)
-    from hidet.graph.frontend.torch.register_methods import unflatten as method
+    from hidet.frontend.torch.register_methods import unflatten as method
 
     return method(input, dim, sizes)
 

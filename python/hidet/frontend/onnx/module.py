@@ -15,8 +15,8 @@ import numpy as np
 
 from hidet.graph.creation import asarray
 from hidet.graph.flow_graph import FlowGraph, symbol, trace_from
-from hidet.graph.frontend.onnx.registry import check_model, domain_opsets, lookup, node_attrs
-from hidet.graph.frontend.onnx.utils import ImportState, NodeContext, OnnxConversionError, hidet_dtype, onnx_dtype_name
+from hidet.frontend.onnx.registry import check_model, domain_opsets, lookup, node_attrs
+from hidet.frontend.onnx.utils import ImportState, NodeContext, OnnxConversionError, hidet_dtype, onnx_dtype_name
 from hidet.graph.tensor import Tensor
 from hidet.ir.dtypes import data_type
 from hidet.runtime.device import device as _device
@@ -214,8 +214,8 @@ def from_onnx(model,
     ``input_shapes`` gives concrete shapes to inputs whose dims the model leaves symbolic (dynamic shapes
     are a later feature); ``constant_inputs`` binds graph inputs to values fixed at import time.
     Raises OnnxUnsupportedError, listing every unsupported operator/attribute, before anything runs."""
-    # (a circle at import time: the package hidet.graph.frontend.onnx imports this module)
-    from hidet.graph.frontend.onnx import _import_onnx, load_converters
+    # (a circle at import time: the package hidet.frontend.onnx imports this module)
+    from hidet.frontend.onnx import _import_onnx, load_converters
 
     onnx = _import_onnx()
     load_converters()

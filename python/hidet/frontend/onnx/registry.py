@@ -18,7 +18,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
-from hidet.graph.frontend.onnx.utils import onnx_dtype_name, unsupported_dtype
+from hidet.frontend.onnx.utils import onnx_dtype_name, unsupported_dtype
 
 MIN_OPSET = 13
 
@@ -84,8 +84,8 @@ def lookup(op_type: str, opset: int) -> Optional[OpSpec]:
 
 def registered() -> Dict[str, List[OpSpec]]:
     """op_type → its converters (every family module imported)."""
-    # (a circle at import time: the package hidet.graph.frontend.onnx imports this module)
-    from hidet.graph.frontend.onnx import load_converters
+    # (a circle at import time: the package hidet.frontend.onnx imports this module)
+    from hidet.frontend.onnx import load_converters
 
     load_converters()
     return {k: sorted(v, key=lambda s: s.since) for k, v in sorted(_REGISTRY.items())}

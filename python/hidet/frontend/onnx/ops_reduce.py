@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from hidet.graph import ops
-from hidet.graph.frontend.onnx.registry import register
+from hidet.frontend.onnx.registry import register
 
 _KINDS = ('ReduceSum', 'ReduceMean', 'ReduceMax', 'ReduceMin', 'ReduceProd', 'ReduceL1', 'ReduceL2',
           'ReduceSumSquare', 'ReduceLogSum', 'ReduceLogSumExp')

@@ -17,10 +17,10 @@ from typing import Any, Dict, List, Optional, Sequence
 import torch
 
 import hidet.option
-from hidet.graph.frontend.torch.dynamo_backend import CompiledFx, _Out, constant_placeholders
-from hidet.graph.frontend.torch.dynamo_config import dynamo_config
-from hidet.graph.frontend.torch.interpreter import map_structure
-from hidet.graph.frontend.torch.registry import Registry
+from hidet.frontend.torch.dynamo_backend import CompiledFx, _Out, constant_placeholders
+from hidet.frontend.torch.dynamo_config import dynamo_config
+from hidet.frontend.torch.interpreter import map_structure
+from hidet.frontend.torch.registry import Registry
 
 
 def compile_to_file(model, example_inputs: Sequence[torch.Tensor], path: str, *, search_space: int = 0,

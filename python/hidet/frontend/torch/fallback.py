@@ -9,9 +9,9 @@ from typing import Optional, Sequence, Set
 import torch
 import torch.fx
 
-from hidet.graph.frontend.torch.dynamo_config import CompileOptions
-from hidet.graph.frontend.torch.interpreter import node_target_name
-from hidet.graph.frontend.torch.registry import Registry
+from hidet.frontend.torch.dynamo_config import CompileOptions
+from hidet.frontend.torch.interpreter import node_target_name
+from hidet.frontend.torch.registry import Registry
 from hidet.option import Options, resolve as resolve_options
 
 _CALLS = ('call_function', 'call_method', 'call_module')
@@ -24,7 +24,7 @@ class _HidetRegion(torch.nn.Module):
                  registry: Optional[Registry], options: Options):
         super().__init__()
         # (a circle at import time: dynamo_backend imports this module)
-        from hidet.graph.frontend.torch.dynamo_backend import CompiledFx
+        from hidet.frontend.torch.dynamo_backend import CompiledFx
 
         self.gm = gm
         self.compiled = CompiledFx(gm, constants, config, registry, options)

@@ -7,10 +7,10 @@ import torch
 
 import hidet
 from hidet import ops
-from hidet.graph.frontend.torch import (register_functions as fn, register_linalg_functions as la,
+from hidet.frontend.torch import (register_functions as fn, register_linalg_functions as la,
                                         register_math_functions as mf, register_nn_functions as nn_fn)
-from hidet.graph.frontend.torch.registry import register_method
-from hidet.graph.frontend.torch.utils import is_tensor, shape_arg, to_hidet_device, to_hidet_dtype, torch_size
+from hidet.frontend.torch.registry import register_method
+from hidet.frontend.torch.utils import is_tensor, shape_arg, to_hidet_device, to_hidet_dtype, torch_size
 from hidet.graph.tensor import Tensor
 
 T = torch.Tensor
