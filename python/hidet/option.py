@@ -64,6 +64,17 @@ class Options:
         return json.dumps(keyed, sort_keys=True)
 
 
+SEARCH_LEVELS = (0, 1, 2)
+
+
+def search_level(value, name: str = 'search space') -> int:
+    """``value`` checked as a search level (0: the templates' defaults; 1: a few candidates; 2: the whole
+    space), the one check of it (torch.compile's search_space, FlowGraph.build's space, tuning's level)."""
+    if isinstance(value, bool) or value not in SEARCH_LEVELS:
+        raise ValueError(f'{name} must be 0, 1 or 2, got {value!r}')
+    return int(value)
+
+
 def normalize_cuda_arch(arch) -> str:
     """'sm_90', 'sm90', '90', 9.0 or 'compute_90a' -> 'sm_90' / 'sm_90a'."""
     text = str(arch).strip().lower()

@@ -141,8 +141,7 @@ def choose_configs(items: Sequence[Tuple[Task, str, object]], level: int,
     """The config each (task, target, template) runs at search level ``level`` (``options``: where results are
     cached, how candidates build; without them, the current ones)."""
     options = hidet.option.resolve(options)
-    if level not in (0, 1, 2):
-        raise ValueError(f'search space must be 0, 1 or 2, got {level!r}')
+    level = hidet.option.search_level(level)
     chosen: List[object] = [None] * len(items)
     pending = []  # (index, key, candidates)
     for i, (task, target, template) in enumerate(items):

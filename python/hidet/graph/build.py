@@ -13,7 +13,7 @@ from hidet.graph.flow_graph import FlowGraph, display_name
 from hidet.graph.tensor import Tensor, _host_values
 from hidet.ir.dtypes import data_type
 from hidet.ir.expr import dim_postfix
-from hidet.option import Options
+from hidet.option import Options, search_level
 from hidet.runtime import artifact
 from hidet.runtime.compiled_graph import CompiledGraph
 from hidet.version import __version__
@@ -57,8 +57,7 @@ class MemoryPlanner:
 
 def build_flow_graph(graph: FlowGraph, space: int, input_names: Optional[Sequence[str]],
                      output_names: Optional[Sequence[str]], options: Options) -> CompiledGraph:
-    if space not in (0, 1, 2):
-        raise ValueError(f'search space must be 0, 1 or 2, got {space!r}')
+    space = search_level(space)
     devices = {str(t.device) for t in graph.inputs + graph.outputs + graph.constants}
     if len(devices) > 1:
         raise ValueError(f'a graph runs on one device; this one uses {sorted(devices)}')

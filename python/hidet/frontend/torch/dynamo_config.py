@@ -15,6 +15,8 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any, Dict, Optional
 
+from hidet.option import search_level
+
 
 @dataclass(frozen=True)
 class CompileOptions:
@@ -42,9 +44,7 @@ MODES: Dict[str, Dict[str, Any]] = {
 def _check(name: str, value):
     """The validated value of option ``name``."""
     if name == 'search_space':
-        if value not in (0, 1, 2) or isinstance(value, bool):
-            raise ValueError(f'search_space must be 0, 1 or 2, got {value!r}')
-        return int(value)
+        return search_level(value, 'search_space')
     if name == 'dump_graph_ir':
         if value is not None and not isinstance(value, (str, bytes)) and not hasattr(value, '__fspath__'):
             raise TypeError(f'dump_graph_ir takes a directory path (or None), got {value!r}')
