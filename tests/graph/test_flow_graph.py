@@ -160,6 +160,34 @@ def test_small_models_on_every_path(model, device, tmp_path):
         _close(second, ft(b, w))
 
 
+def test_outputs_in_one_block_are_views_at_the_layout_offsets():
+    """The CPU twin of the next test's allocation: each output a contiguous view of its dtype and shape at its
+    offset of the block (several dtypes, an empty and a 0-d output among them)."""
+    from hidet.runtime.compiled_graph import _torch_outputs_in_one_block
+
+    shapes = [((3, 5), torch.float16), ((5,), torch.float32), ((0, 4), torch.float16), ((), torch.float32),
+              ((2, 2, 2), torch.float16)]
+
+    class Graph:
+        @staticmethod
+        def _torch_device():
+            return torch.device('cpu')
+
+        @staticmethod
+        def _torch_output_shapes(values):
+            return shapes
+
+    offsets = [0, 256, 512, 512, 768]
+    block, outputs = _torch_outputs_in_one_block(Graph, {}, (offsets, 1024))
+    assert block.numel() == 1024 and block.dtype == torch.uint8
+    for (shape, dtype), o, t in zip(shapes, offsets, outputs):
+        assert t.shape == shape and t.dtype == dtype and t.is_contiguous()
+        assert t.numel() == 0 or t.data_ptr() == block.data_ptr() + o  # (an empty tensor's data_ptr is 0)
+        t.fill_(7)
+    assert outputs[0].sum().item() == 7 * 15 and outputs[4].sum().item() == 7 * 8
+    assert block[256:276].view(torch.float32).tolist() == [7.0] * 5  # written through the view
+
+
 @pytest.mark.cuda
 def test_cuda_graph_outputs_share_one_allocation_and_stay_apart():
     """Torch outputs of a CUDA-graph replay: views of one allocation laid out as the graph's static outputs

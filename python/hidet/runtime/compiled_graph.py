@@ -269,13 +269,22 @@ def _replay(handle, layout, lock: threading.Lock, graph: CompiledGraph, in_addrs
 
 
 def _torch_outputs_in_one_block(graph: CompiledGraph, values: Dict[str, int], layout: Tuple[List[int], int]):
-    """(one allocation, the outputs as views of it at a CUDA graph's output_layout offsets)."""
+    """(one allocation, the outputs as views of it at a CUDA graph's output_layout offsets). One torch call per
+    output (``as_strided`` of the block seen as its dtype), not three (slice, dtype view, shape view): 17 outputs
+    took 150 µs of the host's time per call that way, 34 this way (the 2-core CPU machine)."""
     import torch
 
     offsets, nbytes = layout
     block = torch.empty(nbytes, dtype=torch.uint8, device=graph._torch_device())
-    return block, [block[o:o + math.prod(shape) * dtype.itemsize].view(dtype).view(shape)
-                   for (shape, dtype), o in zip(graph._torch_output_shapes(values), offsets)]
+    typed = {}  # dtype -> the block viewed as it
+    outputs = []
+    for (shape, dtype), o in zip(graph._torch_output_shapes(values), offsets):
+        as_dtype = typed.get(dtype)
+        if as_dtype is None:
+            as_dtype = typed[dtype] = block.view(dtype)
+        strides = [math.prod(shape[i + 1:]) for i in range(len(shape))]
+        outputs.append(as_dtype.as_strided(shape, strides, o // dtype.itemsize))
+    return block, outputs
 
 
 class CudaGraphs:
