@@ -124,6 +124,9 @@ class CompiledFx:
                  registry: Optional[Registry] = None, options: Optional[Options] = None):
         self.gm = gm
         self.constants = list(constants)
+        # the placeholders that are real inputs (not model state): what each call looks at, of a few hundred
+        # arguments when dynamo lifts the parameters into the graph's inputs
+        self._input_positions = [i for i, c in enumerate(self.constants) if not c]
         self.config = config
         self.options = hidet.option.resolve(options)  # how its kernels build (hidet.option), read once
         self.registry = registry
@@ -137,9 +140,13 @@ class CompiledFx:
         device = self._device(args)
         return Interpreter(self.gm, self.registry, _device_text(device) if device is not None else None)
 
+    def _inputs(self, args: Sequence[Any]) -> List[Any]:
+        """The values of the placeholders that are real inputs."""
+        return [args[i] for i in self._input_positions if i < len(args)]
+
     def _device(self, args: Sequence[Any]) -> Optional[torch.device]:
         """The graph's device: that of its first CUDA input tensor, else of its first input tensor."""
-        devices = [a.device for c, a in zip(self.constants, args) if not c and isinstance(a, torch.Tensor)]
+        devices = [a.device for a in self._inputs(args) if isinstance(a, torch.Tensor)]
         return next((d for d in devices if d.type == 'cuda'), devices[0] if devices else None)
 
     @staticmethod
@@ -264,9 +271,10 @@ class CompiledFx:
 
     def _key(self, args: Sequence[Any]) -> Tuple:
         key = []
-        for is_const, dims, a in zip(self.constants, self.symbolic, args):
-            if is_const:
-                continue
+        for i in self._input_positions:
+            if i >= len(args):
+                break
+            dims, a = self.symbolic[i], args[i]
             if dims is not None and not isinstance(dims, tuple):
                 key.append('symbolic')  # a SymInt placeholder: any value
             elif isinstance(a, torch.Tensor):
@@ -281,7 +289,7 @@ class CompiledFx:
         compiled = self._cache.get(self._key(args)) or self.prepare(args)
         device = self._device(args)
         inputs = [_contiguous(a.to(device) if self._joins(a, device) else a)
-                  for is_const, a in zip(self.constants, args) if not is_const and isinstance(a, torch.Tensor)]
+                  for a in self._inputs(args) if isinstance(a, torch.Tensor)]
         outs = compiled.runner(inputs) if compiled.num_graph_outputs else []
         return map_structure(compiled.out_spec, lambda leaf: outs[leaf.index] if isinstance(leaf, _Out) else leaf)
 
