@@ -228,7 +228,7 @@ def build_script_module(spec: GemmSpec, cfg: MmaConfig, m_bound=None):
     # (Hidet Script and the code generator load when a kernel is built: import hidet, which reads the
     # templates through the fusion policy, stays light)
     import hidet
-    from hidet.lang import attr, cast as lcast, f32, i32, i64, register_tensor, view
+    from hidet.lang import attr, f32, i32, i64, register_tensor, view
     from hidet.lang.cuda import (atomic_add, blockIdx, cp_async, cp_async_commit_group, cp_async_wait_all,
                                  cp_async_wait_group, dynamic_shared_memory, fence_mbarrier_init, fence_proxy_async,
                                  ldmatrix, mbarrier_arrive_expect_tx, mbarrier_init, mbarrier_wait, mma_sync,
