@@ -25,9 +25,9 @@ from typing import Callable, List, Optional, Sequence, Tuple
 
 import hidet.option
 from hidet.backend import cache
-from hidet.option import Options
 from hidet.backend.compiler import cuda_arch
 from hidet.ir.task import Task
+from hidet.option import Options
 from hidet.runtime.compiled_module import CompiledModule
 from hidet.runtime.cuda import current_device
 from hidet.utils import logs
