@@ -25,7 +25,7 @@ import hidet
 hidet.torch.dynamo_config.search_space(2)
 assert hidet.torch.dynamo_config['search_space'] == 2
 assert hidet.driver.build_ir_module is hidet.drivers.build_ir_module
-assert callable(hidet.graph.frontend.from_onnx)
+assert callable(hidet.graph.frontend.from_onnx) and hidet.frontend.from_onnx is hidet.graph.frontend.from_onnx
 import hidet.graph.frontend.torch.registry as old, hidet.frontend.torch.registry as new  # (moved: one module)
 assert old is new and old.__spec__.name == 'hidet.frontend.torch.registry'
 x = hidet.randn([2, 3])

@@ -58,7 +58,8 @@ _compat.install()  # the original Hidet's module paths (hidet.graph.frontend...)
 # the torch frontend imports torch, which a user of hidet.ops alone should not pay for, and nothing that
 # ``import hidet`` loads imports the build drivers since the kernel templates stopped registering with them;
 # ``hidet.driver`` is the original Hidet's name for ``hidet.drivers``.
-_LAZY_SUBMODULES = {'torch': 'hidet.torch', 'onnx': 'hidet.onnx', 'drivers': 'hidet.drivers', 'driver': 'hidet.drivers'}
+_LAZY_SUBMODULES = {'torch': 'hidet.torch', 'onnx': 'hidet.onnx', 'frontend': 'hidet.frontend', 'drivers': 'hidet.drivers',
+                    'driver': 'hidet.drivers'}
 
 
 def __getattr__(name):
