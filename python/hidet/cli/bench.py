@@ -5,7 +5,8 @@ CPU: wall clock). Compile time is the first call's (hidet: optimize + build; ind
 first torch.compile call). Ratios > 1 mean hidet is faster. Baselines: ``eager``; ``inductor`` (torch.compile's
 default mode, no CUDA graphs), ``inductor-ro`` (reduce-overhead: CUDA graphs, the baseline of hidet's default,
 which replays CUDA graphs too) and ``inductor-ma`` (max-autotune, the baseline of a tuned hidet). ``--profile``
-prints each backend's kernels of one call from torch.profiler (time per call, launches, share). Each backend's
+prints each backend's kernels of one call from torch.profiler (time per call, launches, share; on the GPU also how
+much of the latency lies outside them: the host's work and the GPU idle between launches). Each backend's
 first result is checked against float32 (``hidet.cli.accuracy``): a hidet result less accurate than eager's
 beyond the dtype's tolerance fails the command (exit 1, the reason on stderr) after printing the table.
 ``hidet bench suite`` (suite.py) runs ``bench model`` over a list of models.
@@ -181,8 +182,9 @@ def _reference(fn: Callable, inputs: List):
         torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = saved
 
 
-def _profile(call: Callable, device: str, calls: int = 10, top: int = 15) -> str:
-    """The kernels of one call of ``call`` (averaged over ``calls``) from torch.profiler, as a table."""
+def _profile(call: Callable, device: str, calls: int = 10, top: int = 15) -> Tuple[str, float, float]:
+    """The kernels of one call of ``call`` (averaged over ``calls``) from torch.profiler: (a table of them, their µs
+    per call, launches per call)."""
     import torch
     from tabulate import tabulate
     from torch.profiler import ProfilerActivity, profile
@@ -212,8 +214,7 @@ def _profile(call: Callable, device: str, calls: int = 10, top: int = 15) -> str
         table.append([f'({len(rest)} more)', f'{sum(r[1][0] for r in rest) / calls:.1f}',
                       f'{sum(r[1][1] for r in rest) / calls:g}', f'{100 * sum(r[1][0] for r in rest) / total:.1f}%'])
     launches = sum(n for _, n in kernels.values()) / calls
-    head = f'{total / calls:.1f} µs of kernels per call in {launches:g} launches'
-    return head + '\n' + tabulate(table, headers=['kernel', 'µs / call', 'launches / call', 'share'])
+    return tabulate(table, headers=['kernel', 'µs / call', 'launches / call', 'share']), total / calls, launches
 
 
 def _backends(args) -> List[str]:
@@ -295,15 +296,20 @@ def run(args) -> int:
         ['hidet speed-up over it', 'compile (s)', 'max error vs fp32']
     print(f'{title} on {args.device} (outputs as large as {ref_scale:.3g})')
     print(tabulate(rows, headers=headers))
-    for backend, text in profiles.items():
-        print(f'\n{backend}: {text}')
+    for backend, (table, kernel_us, launches) in profiles.items():
+        # on the GPU, the rest of a call's latency: the host's work, and the GPU idle between launches (on the CPU
+        # the "kernels" are the top-level operators, host time themselves)
+        outside = results[backend][0] * 1e3 - kernel_us
+        rest = f'; {outside:.1f} µs of the latency outside them' if args.device == 'cuda' else ''
+        print(f'\n{backend}: {kernel_us:.1f} µs of kernels per call in {launches:g} launches{rest}\n{table}')
     if args.json:
         print('JSON ' + json.dumps({'case': title, 'device': args.device, 'mode': getattr(args, 'mode', None),
                                     'space': args.space, 'tflop': flops / 1e12 if flops else None,
                                     'output_scale': ref_scale,
                                     'results': {b: {'ms': ms, 'compile_s': c, 'max_error': errors[b]}
                                                 for b, (ms, c) in results.items()},
-                                    'profiles': profiles}))
+                                    'profiles': {b: {'table': t, 'kernel_us': us, 'launches': n}
+                                                 for b, (t, us, n) in profiles.items()}}))
     tol = accuracy.TOLERANCE['tf32' if args.tf32 else _DTYPES[args.dtype]]
     problem = accuracy.verdict(errors, ref_scale, tol)
     if problem:
