@@ -150,7 +150,7 @@ def current() -> Options:
 def resolve(options: Optional[Options]) -> Options:
     """``options``, or without them the current ones: what an API edge (FlowGraph.build, build_task,
     build_library, the torch backend, the CLI) does once; everything below takes the resolved options as an
-    argument and never reads the current ones (tests/test_structure.py checks it)."""
+    argument and never reads the current ones (tests/test_options_route.py checks it)."""
     return options if options is not None else current()
 
 
