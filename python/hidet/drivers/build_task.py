@@ -41,7 +41,8 @@ def task_sources(jobs: Sequence[Tuple[Task, str]], space: int = 0, options: Opti
     """The kernel-library source of each (task, target): a template's at its chosen config, else the
     auto-scheduler's (``options``: without them, the current ones)."""
     options = hidet.option.resolve(options)
-    found = [_find_template(task, target, options) for task, target in jobs]
+    arch = _cuda_arch(options) if any(target == 'cuda' for _, target in jobs) else None
+    found = [find_template(task, target, arch) if target != 'cuda' or arch else None for task, target in jobs]
     points = [t.points(task, target) if t is not None else [] for (task, target), t in zip(jobs, found)]
     tuned = [p for ps in points for p in ps]
     configs = iter(choose_configs(tuned, space, options=options) if tuned else [])
@@ -61,16 +62,13 @@ def task_sources(jobs: Sequence[Tuple[Task, str]], space: int = 0, options: Opti
     return sources
 
 
-def _find_template(task: Task, target: str, options: Options):
-    """The template of ``task``, for the options' CUDA arch; None without one (no GPU, none set: the auto-scheduler's
-    source, whose build then says how to set it)."""
-    if target != 'cuda':
-        return find_template(task, target, None)
+def _cuda_arch(options: Options) -> Optional[str]:
+    """The options' CUDA arch (or the GPU's); None without one (no GPU, none set: CUDA tasks then take the
+    auto-scheduler's source, whose build says how to set it)."""
     try:
-        arch = cuda_arch(options)
+        return cuda_arch(options)
     except RuntimeError:
         return None
-    return find_template(task, target, arch)
 
 
 def build_tasks(jobs: Sequence[Tuple[Task, str]], space: int = 0, options: Optional[Options] = None
