@@ -31,6 +31,13 @@ def _copy_lanes(lanes: int, dtype) -> int:
     return min(lanes, max(1, 16 // dtype.nbytes))
 
 
+def _vector_loads(reg: Var, src: Var, index: Expr, lanes: int) -> List[Stmt]:
+    """``reg`` (a register array of ``lanes``) declared and filled from ``src[index ..]`` by 16-byte (or whole)
+    vector loads."""
+    step = _copy_lanes(lanes, reg.type.dtype)
+    return [Declare(reg)] + [VectorCopy(reg, q, src, index + q if q else index, step) for q in range(0, lanes, step)]
+
+
 @dataclass
 class RowSplit:
     """A gathered operand's chunk offset and padding predicate at (batch, row, k) split into what depends on the
@@ -238,17 +245,13 @@ class GemmValues:
         at = self.batch_values(bz)
         at.update({spec.m_var: gm, spec.n_var: gn})
         acc = Var('av', float32, type=TensorType(float32, [lanes], 'register'))
-        step = _copy_lanes(lanes, float32)
-        body: List[Stmt] = [Declare(acc)] + [VectorCopy(acc, q, stage, stage_index + q if q else stage_index, step)
-                                             for q in range(0, lanes, step)]
+        body = _vector_loads(acc, stage, stage_index, lanes)
         body += [Declare(v, self.lower(e, at)) for v, e in plan.broadcasts]
         regs = {}
         for v, e, flat in plan.vectors:
             reg = Var(f'{v.name}_vec', e.dtype, type=TensorType(e.dtype, [lanes], 'register'))
             index = merge_divmod(self.lower(flat, at), static_divisors=False)
-            step = _copy_lanes(lanes, e.dtype)
-            body += [Declare(reg)] + [VectorCopy(reg, q, self._params[id(e.tensor)], index + q if q else index, step)
-                                      for q in range(0, lanes, step)]
+            body += _vector_loads(reg, self._params[id(e.tensor)], index, lanes)
             regs[v] = reg
         out_reg = Var('ov', spec.out_dtype, type=TensorType(spec.out_dtype, [lanes], 'register'))
         body.append(Declare(out_reg))
