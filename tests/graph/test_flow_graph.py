@@ -166,7 +166,7 @@ def test_outputs_in_one_block_are_views_at_the_layout_offsets():
     from hidet.runtime.compiled_graph import _torch_outputs_in_one_block
 
     shapes = [((3, 5), torch.float16), ((5,), torch.float32), ((0, 4), torch.float16), ((), torch.float32),
-              ((2, 2, 2), torch.float16)]
+              ((3,), torch.float16)]
 
     class Graph:
         @staticmethod
@@ -178,13 +178,14 @@ def test_outputs_in_one_block_are_views_at_the_layout_offsets():
             return shapes
 
     offsets = [0, 256, 512, 512, 768]
-    block, outputs = _torch_outputs_in_one_block(Graph, {}, (offsets, 1024))
-    assert block.numel() == 1024 and block.dtype == torch.uint8
+    # 774 bytes, as the layout gives (the last output's end): no multiple of float32's size, as the GPU found
+    block, outputs = _torch_outputs_in_one_block(Graph, {}, (offsets, 774))
+    assert block.numel() >= 774 and block.dtype == torch.uint8
     for (shape, dtype), o, t in zip(shapes, offsets, outputs):
         assert t.shape == shape and t.dtype == dtype and t.is_contiguous()
         assert t.numel() == 0 or t.data_ptr() == block.data_ptr() + o  # (an empty tensor's data_ptr is 0)
         t.fill_(7)
-    assert outputs[0].sum().item() == 7 * 15 and outputs[4].sum().item() == 7 * 8
+    assert outputs[0].sum().item() == 7 * 15 and outputs[4].sum().item() == 7 * 3
     assert block[256:276].view(torch.float32).tolist() == [7.0] * 5  # written through the view
 
 

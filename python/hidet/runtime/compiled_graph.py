@@ -275,7 +275,9 @@ def _torch_outputs_in_one_block(graph: CompiledGraph, values: Dict[str, int], la
     import torch
 
     offsets, nbytes = layout
-    block = torch.empty(nbytes, dtype=torch.uint8, device=graph._torch_device())
+    # (rounded up to 16 bytes: the block is viewed as each output's dtype, and torch views a byte tensor as a
+    # wider dtype only when its length is a multiple of the dtype's size; the copy writes the first nbytes)
+    block = torch.empty(-(-nbytes // 16) * 16, dtype=torch.uint8, device=graph._torch_device())
     typed = {}  # dtype -> the block viewed as it
     outputs = []
     for (shape, dtype), o in zip(graph._torch_output_shapes(values), offsets):
