@@ -10,7 +10,14 @@ each search level chose and the tuning time.
 ``--twins``: with every wgmma candidate's twin of the other copy mechanism (TMA for cp.async, and back) where
 TMA can copy the operands, to compare the two tile by tile. ``--epilogue``: hidet's kernel with a residual
 block's epilogue fused (relu(C + shift + residual), shift per column) beside the bare one, to see what the
-epilogue costs; torch stays the bare GEMM.
+epilogue costs; torch stays the bare GEMM. ``--configs``: named configs (as the table prints them, e.g.
+``64x64x64_w64x64_p6_s8_wg_tma``) timed as candidates too.
+
+``--cold``: each launch of a timed CUDA graph reads B (the weights) from its own copy, enough copies that they
+outrun the L2 cache, as a model's weights come from DRAM (a GEMM timed on one B reads it from L2 after the first
+launch). ``--linear``: torch's side is the model's ``F.linear(a, w, bias)`` (w [N, K]), not ``torch.matmul``.
+
+    python scripts/bench_matmul.py 128x768x3072 --cold --linear --candidates --configs 64x64x64_w64x64_p8_s8_wg_tma
 """
 from __future__ import annotations
 
@@ -48,17 +55,61 @@ def graph_time(fn, calls: int, repeat: int) -> float:
     return statistics.median(times)
 
 
-def candidate_rows(template, shape, inputs, expected, flops, t_torch, args):
-    """A row per candidate of the level-2 space: its time and its max error against torch."""
+L2_OUTRUN_BYTES = 160 << 20  # --cold: B's copies together, at least (an H100's L2 holds 50 MB, an H200's 60)
+
+
+def weight_copies(b, cold: bool) -> list:
+    """B alone, or (``cold``) copies of it that together outrun the L2 cache."""
+    if not cold:
+        return [b]
+    n = max(2, -(-L2_OUTRUN_BYTES // (b.numel() * b.element_size())))
+    return [b] + [b.clone() for _ in range(n - 1)]
+
+
+def rotating(fn, copies: list):
+    """``fn(b)`` called on the next copy of B at each call (a CUDA graph captures the copy each launch reads)."""
+    state = {'i': 0}
+
+    def call():
+        b = copies[state['i'] % len(copies)]
+        state['i'] += 1
+        return fn(b)
+
+    return call
+
+
+def parse_config(template, name: str):
+    """A config from its name: ``BMxBNxBK_wWMxWN_pS[_sK][_wg][_tma]``."""
+    import re
+
+    m = re.fullmatch(r'(\d+)x(\d+)x(\d+)_w(\d+)x(\d+)_p(\d+)(?:_s(\d+))?(_wg)?(_tma)?', name)
+    if not m:
+        raise SystemExit(f'bad config name {name!r}: expected BMxBNxBK_wWMxWN_pS[_sK][_wg][_tma]')
+    bm, bn, bk, wm, wn, stages = (int(x) for x in m.groups()[:6])
+    return template.config_class(bm, bn, bk, wm, wn, stages, int(m.group(7) or 1), bool(m.group(8)), bool(m.group(9)))
+
+
+def candidate_rows(template, shape, inputs, expected, flops, t_torch, args, copies):
+    """A row per candidate of the level-2 space (and of ``--configs``): its time and its max error against
+    torch."""
     import torch
 
     from hidet.backend.cache import build_libraries
     from hidet.runtime.compiled_module import CompiledModule
 
-    configs = template.space(2)
+    configs = template.space(2) if args.candidates else []
     if args.twins:
         twins = [replace(c, tma=not c.tma) for c in configs if c.wgmma]
         configs += [c for c in twins if c not in configs and not template.check(c)]
+    for name in args.configs:
+        cfg = parse_config(template, name)
+        why = template.check(cfg)
+        if why:
+            print(f'{shape}: config {name} does not fit: {why}', flush=True)
+        elif cfg not in configs:
+            configs.append(cfg)
+    if not configs:
+        return []
     groups = [configs[i:i + 4] for i in range(0, len(configs), 4)]  # 4 to a library, as tuning compiles them
     paths = build_libraries([(template.candidates_source(g), 'cuda', 'candidates') for g in groups])
     rows = []
@@ -72,7 +123,9 @@ def candidate_rows(template, shape, inputs, expected, flops, t_torch, args):
             rows.append([shape, 'candidate', '', '', '', cfg.name(), f'failed: {e}'[:80]])
             continue
         err = (out.float() - expected.float()).abs().max().item()
-        t = graph_time(lambda: launch(*inputs, out), args.calls, args.repeat)
+        a = inputs[0]
+        t = graph_time(rotating(lambda b: launch(a, b, out), copies), len(copies) if args.cold else args.calls,
+                       args.repeat)
         rows.append([shape, 'candidate', f'{t * 1e3:.1f}', f'{flops / t / 1e9:.0f}', f'{t_torch / t:.2f}', cfg.name(),
                      f'max err {err:.3g}'])
         print('  '.join(rows[-1]), flush=True)  # (as it goes: a run cut short keeps what it measured)
@@ -90,7 +143,7 @@ def matmul_case(shape: str, dtype: str):
     b = (torch.randn(k, n, device='cuda') / k ** 0.5).to(getattr(torch, dtype))
     c = torch.empty(m, n, device='cuda', dtype=a.dtype)
     task = hidet.ops.matmul(hidet.symbol([m, k], dtype, 'cuda'), hidet.symbol([k, n], dtype, 'cuda')).trace[0].task
-    return task, (a, b), c, 2.0 * m * n * k, lambda: torch.matmul(a, b, out=c), hidet.ops.matmul
+    return task, (a, b), c, 2.0 * m * n * k, lambda b_: torch.matmul(a, b_, out=c), hidet.ops.matmul
 
 
 def conv_case(shape: str, dtype: str):
@@ -118,13 +171,12 @@ def conv_case(shape: str, dtype: str):
     graph = hidet.graph.optimize(hidet.trace_from(op_fn(xs, ws), [xs, ws]))
     (task,) = [node.task for node in graph.nodes]
     x_nchw = x.permute(0, 3, 1, 2)  # NCHW view of channels-last memory: cuDNN's NHWC kernels
-    w_nchw = wt.permute(0, 3, 1, 2)
-    ref = torch.nn.functional.conv2d(x_nchw, w_nchw, padding=pad, stride=stride)
+    ref = torch.nn.functional.conv2d(x_nchw, wt.permute(0, 3, 1, 2), padding=pad, stride=stride)
     c = ref.permute(0, 2, 3, 1).contiguous()
     oh, ow = c.shape[1], c.shape[2]
     flops = 2.0 * bn * oh * ow * co * ci * r * s_
-    return (task, (x, wt), c, flops, lambda: torch.nn.functional.conv2d(x_nchw, w_nchw, padding=pad, stride=stride),
-            op_fn)
+    return (task, (x, wt), c, flops,
+            lambda w_: torch.nn.functional.conv2d(x_nchw, w_.permute(0, 3, 1, 2), padding=pad, stride=stride), op_fn)
 
 
 def with_epilogue(op_fn, a, b, c):
@@ -159,6 +211,9 @@ def main() -> None:
     parser.add_argument('--repeat', type=int, default=10)
     parser.add_argument('--candidates', action='store_true', help='time every candidate of the level-2 space')
     parser.add_argument('--twins', action='store_true', help='--candidates: with the cp.async / TMA twin of each')
+    parser.add_argument('--configs', nargs='*', default=[], help='named configs to time as candidates too')
+    parser.add_argument('--cold', action='store_true', help='B read from DRAM: each launch on its own copy')
+    parser.add_argument('--linear', action='store_true', help="torch's side as F.linear(a, w [N, K], bias)")
     parser.add_argument('--epilogue', action='store_true',
                         help='also relu(C + shift + residual) fused, at each --space')
     args = parser.parse_args()
@@ -169,7 +224,14 @@ def main() -> None:
             task, (a, b), c, flops, torch_fn, op_fn = conv_case(shape, dtype)
         else:
             task, (a, b), c, flops, torch_fn, op_fn = matmul_case(shape, dtype)
-        t_torch = graph_time(torch_fn, args.calls, args.repeat)
+        copies = weight_copies(b, args.cold)
+        calls = len(copies) if args.cold else args.calls
+        if args.linear and not shape.startswith('conv'):  # the model's layer: weight [N, K], a bias
+            bias = torch.randn(b.shape[1], device='cuda').to(b.dtype)
+            t_torch = graph_time(rotating(lambda w: torch.nn.functional.linear(a, w, bias),
+                                          [w.t().contiguous() for w in copies]), calls, args.repeat)
+        else:
+            t_torch = graph_time(rotating(torch_fn, copies), calls, args.repeat)
         rows.append([shape, 'torch', f'{t_torch * 1e3:.1f}', f'{flops / t_torch / 1e9:.0f}', '1.00', '', ''])
         template = find(task, 'cuda')
         for space in args.space:
@@ -180,7 +242,7 @@ def main() -> None:
             launch(a, b, out)
             torch.cuda.synchronize()
             err = (out.float() - c.float()).abs().max().item()
-            t = graph_time(lambda: launch(a, b, out), args.calls, args.repeat)
+            t = graph_time(rotating(lambda b_: launch(a, b_, out), copies), calls, args.repeat)
             from hidet.drivers.tuning import choose_configs
 
             cfg = choose_configs([(task, 'cuda', template)], space)[0].name() if template else 'auto-scheduler'
@@ -195,14 +257,16 @@ def main() -> None:
                 e_launch(*e_inputs, out)
                 torch.cuda.synchronize()
                 e_err = (out.float() - e_expected).abs().max().item()
-                t = graph_time(lambda: e_launch(*e_inputs, out), args.calls, args.repeat)
+                at = next(i for i, x in enumerate(e_inputs) if x is b)
+                t = graph_time(rotating(lambda b_: e_launch(*e_inputs[:at], b_, *e_inputs[at + 1:], out), copies),
+                               calls, args.repeat)
                 e_template = find(e_task, 'cuda')
                 e_cfg = choose_configs([(e_task, 'cuda', e_template)], space)[0].name() if e_template else \
                     'auto-scheduler'
                 rows.append([shape, f'+ epilogue, space {space}', f'{t * 1e3:.1f}', f'{flops / t / 1e9:.0f}',
                              f'{t_torch / t:.2f}', e_cfg, f'{build_s:.1f} s, max err {e_err:.3g}, {e_task.name[:32]}'])
-        if args.candidates and template is not None:
-            rows += candidate_rows(template, shape, (a, b), c, flops, t_torch, args)
+        if template is not None:
+            rows += candidate_rows(template, shape, (a, b), c, flops, t_torch, args, copies)
     from tabulate import tabulate
 
     print(f'{torch.cuda.get_device_name()} {dtype}: CUDA-graph kernel times')
