@@ -2,10 +2,8 @@
 CUDA-event timings of back-to-back calls (GB/s counts each input read and each output written once).
 
     python scripts/bench_ops.py            # elementwise, reductions, copies at 4096 x 4096
-    python scripts/bench_ops.py --norms    # one-kernel layer / RMS norm and softmax at transformer shapes, with
-                                           # the row-broadcast kernel in block and in warp mode (H100:
-                                           # layer norm 128 x 768 3.27 µs a block per row, 5.31 a warp,
-                                           # torch 3.70)
+    python scripts/bench_ops.py --norms    # one-kernel layer / RMS norm and softmax at transformer shapes: the
+                                           # row held in registers, the plain row kernels, torch, inductor
     python scripts/bench_ops.py --attention  # the tensor-core attention kernel, each config and the default,
                                              # against torch's sdpa at the shapes of gpt2, bert, vit, llama
 """
@@ -89,17 +87,16 @@ def scheduled(op):
 
 
 def norms() -> None:
-    """Row-broadcast kernels (lowering.row_split) at transformer shapes against torch, as the auto-scheduler
-    builds them (a block per row), with the block's threads for 1 to 16 of a row's elements each, and with a warp
-    per row (BLOCK_REDUCE_MIN_EXTENT raised for that build), and with float64 sums of float32 rows (as before
-    FLOAT64_SUM_MIN_EXTENT); kernel times from
+    """Row-broadcast kernels (lowering.row_split) at transformer shapes against torch eager and inductor: the
+    auto-scheduler's kernel (``held``: the row held in registers, rows.py), and the plain kernel it falls back to
+    (a block per row, its threads for 4 or 16 of a row's elements each, or a warp per row); kernel times from
     CUDA-graph replays (bench_matmul.graph_time), so host launches are not what is timed."""
     from bench_matmul import graph_time
 
-    from hidet.graph.ops import reduce as reduce_ops
     from hidet.ir.schedulers import auto
 
     w = hidet.from_torch(torch.rand(768, device='cuda', dtype=torch.float16) + 0.5)
+    w96 = hidet.from_torch(torch.rand(96, device='cuda', dtype=torch.float16) + 0.5)
     w2k = hidet.from_torch(torch.rand(2048, device='cuda', dtype=torch.float16) + 0.5)
     cases = [('layer_norm 128x768', lambda x: ops.layer_norm(x, 768, w, w), (128, 768),
               lambda t: F.layer_norm(t, [768], w.torch(), w.torch())),
@@ -107,38 +104,37 @@ def norms() -> None:
               lambda t: F.layer_norm(t, [768], w.torch(), w.torch())),
              ('layer_norm 4096x768', lambda x: ops.layer_norm(x, 768, w, w), (4096, 768),
               lambda t: F.layer_norm(t, [768], w.torch(), w.torch())),
+             ('layer_norm 3136x96', lambda x: ops.layer_norm(x, 96, w96, w96), (3136, 96),
+              lambda t: F.layer_norm(t, [96], w96.torch(), w96.torch())),
              ('rms_norm 128x2048', lambda x: ops.rms_norm(x, 2048, w2k), (128, 2048),
               lambda t: F.rms_norm(t, [2048], w2k.torch())),
              ('softmax 1536x128', lambda x: ops.softmax(x, -1), (1536, 128), lambda t: torch.softmax(t, -1))]
-    per_thread = (1, 2, 4, 8, 16)  # auto.ROW_ELEMENTS_PER_THREAD: the block's threads
-    print(f'{"case":24s} {"default µs":>10s} ' + ' '.join(f'{f"{e}/thread":>9s}' for e in per_thread)
-          + f' {"warp µs":>9s} {"f64 acc":>9s} {"torch µs":>9s}')
+
+    def plain(op, per_thread=None, warp=False):
+        saved = (auto._cuda_row_in_registers, auto.ROW_ELEMENTS_PER_THREAD, auto.WARP_ROWS_MIN,
+                 auto.BLOCK_REDUCE_MIN_EXTENT)
+        auto._cuda_row_in_registers = lambda *args: None
+        if per_thread is not None:
+            auto.ROW_ELEMENTS_PER_THREAD, auto.WARP_ROWS_MIN = per_thread, 1 << 30
+        if warp:
+            auto.BLOCK_REDUCE_MIN_EXTENT, auto.WARP_ROWS_MIN = 1 << 30, 0
+        try:
+            return graph_time(scheduled(op), 20, 10)
+        finally:
+            (auto._cuda_row_in_registers, auto.ROW_ELEMENTS_PER_THREAD, auto.WARP_ROWS_MIN,
+             auto.BLOCK_REDUCE_MIN_EXTENT) = saved
+
+    columns = ['held µs', 'plain µs', '4/thread', '16/thread', 'warp', 'torch µs', 'inductor µs']
+    print(f'{"case":24s} ' + ' '.join(f'{c:>11s}' for c in columns))
     for name, build, shape, reference in cases:
         op = fused(build, shape)
-        default = graph_time(scheduled(op), 20, 10)
-        variants = []
-        for e in per_thread:
-            saved = auto.ROW_ELEMENTS_PER_THREAD, auto.WARP_ROWS_MIN
-            auto.ROW_ELEMENTS_PER_THREAD, auto.WARP_ROWS_MIN = e, 1 << 30
-            try:
-                variants.append(graph_time(scheduled(op), 20, 10))
-            finally:
-                auto.ROW_ELEMENTS_PER_THREAD, auto.WARP_ROWS_MIN = saved
-        saved = auto.BLOCK_REDUCE_MIN_EXTENT, auto.WARP_ROWS_MIN
-        auto.BLOCK_REDUCE_MIN_EXTENT, auto.WARP_ROWS_MIN = 1 << 30, 0
-        try:
-            warp = graph_time(scheduled(op), 20, 10)
-        finally:
-            auto.BLOCK_REDUCE_MIN_EXTENT, auto.WARP_ROWS_MIN = saved
-        saved = reduce_ops.FLOAT64_SUM_MIN_EXTENT
-        reduce_ops.FLOAT64_SUM_MIN_EXTENT = 0
-        try:
-            wide = graph_time(scheduled(fused(build, shape)), 20, 10)
-        finally:
-            reduce_ops.FLOAT64_SUM_MIN_EXTENT = saved
         t = op.inputs[0].torch()
-        print(f'{name:24s} {default * 1e3:9.2f} ' + ' '.join(f'{v * 1e3:9.2f}' for v in variants)
-              + f' {warp * 1e3:9.2f} {wide * 1e3:9.2f} {graph_time(lambda: reference(t), 20, 10) * 1e3:9.2f}')
+        times = [graph_time(scheduled(op), 20, 10), plain(op), plain(op, 4), plain(op, 16), plain(op, warp=True),
+                 graph_time(lambda: reference(t), 20, 10)]
+        compiled = torch.compile(reference)
+        compiled(t)
+        times.append(graph_time(lambda: compiled(t), 20, 10))
+        print(f'{name:24s} ' + ' '.join(f'{v * 1e3:11.2f}' for v in times), flush=True)
 
 
 def attention() -> None:

@@ -280,8 +280,10 @@ def layer_norm_task(m, n, dtype='float32'):
 @pytest.mark.parametrize('target', ['cpu', 'cuda'])
 @pytest.mark.parametrize('n,mode', [(300, 'hidet_block_reduce'), (40, 'hidet_warp_reduce')])
 def test_row_broadcast_reductions_run_once_per_row(target, n, mode):
-    # layer norm's mean and variance are computed before the loop over the row's columns, not per element
+    # layer norm's mean and variance are computed before the loop over the row's columns, not per element (on
+    # CUDA: the plain kernel, the fallback of the one holding its row in registers, tested below)
     f = kernel(layer_norm_task(6, n), target)
+    f = f.fallback or f
     rows = [s for s in stmts(f.body) if isinstance(s, For) and s.var.name == 'row']
     columns = [s for s in stmts(f.body) if isinstance(s, For) and s.var.name == 'j']
     assert len(rows) == 1 and len(columns) == 1
@@ -294,11 +296,61 @@ def test_row_broadcast_reductions_run_once_per_row(target, n, mode):
 
 
 @pytest.mark.parametrize('m,n,dtype', [(6, 300, 'float32'), (33, 40, 'float16'), (3, 2000, 'float16'),
-                                       (1100, 200, 'float16')])
+                                       (1100, 200, 'float16'), (128, 768, 'float16'), (5, 8192, 'float16'),
+                                       (7, 13, 'float16')])
 def test_row_broadcast_computes_like_torch(m, n, dtype, device):
     x = (torch.randn(m, n, device=device) * 3 + 1).to(getattr(torch, dtype))
     expected = torch.nn.functional.layer_norm(x.float(), [n]).to(x.dtype)
     close(run(layer_norm_task(m, n, dtype), x), expected, 1e-5 if dtype == 'float32' else 2e-3)
+
+
+def held_reads(f):
+    """(loops over a row's vectors, the vector loads of each) of a kernel holding its row in registers."""
+    loops = [s for s in stmts(f.body) if isinstance(s, For) and s.var.name.startswith('i')]
+    return loops, [[s for s in stmts(loop.body) if isinstance(s, VectorCopy) and s.src.name.startswith('in')]
+                   for loop in loops]
+
+
+@pytest.mark.parametrize('m,n,dtype,threads', [(6, 300, 'float32', 32), (128, 768, 'float16', 32),
+                                               (4, 4096, 'float16', 128)])
+def test_row_kernel_reads_its_row_once(m, n, dtype, threads):
+    # layer norm's three loops (mean, variance, outputs) walk the row's vectors alike: the first loads each
+    # vector of the row into registers with one 16-byte load, the others read the registers; outputs are stored
+    # as vectors; a warp per row (a block where a lane would hold more than ROW_VECTORS_PER_THREAD vectors)
+    f = kernel(layer_norm_task(m, n, dtype), 'cuda')
+    loops, loads = held_reads(f)
+    assert len(loops) == 3 and [len(x) for x in loads] == [1, 0, 0]
+    assert loads[0][0].count * loads[0][0].dst.dtype.nbytes == 16
+    stores = [s for s in stmts(f.body) if isinstance(s, VectorCopy) and s.dst.name == 'out0']
+    assert len(stores) == 1 and stores[0].count * stores[0].src.dtype.nbytes == 16
+    assert f.block == (threads,) or (threads == 32 and f.block[0] % 32 == 0)
+    text = str(f.body)  # (str(f) has the fallback's too)
+    assert ('hidet_warp_reduce' in text, 'hidet_block_reduce' in text) == (threads == 32, threads > 32)
+    assert text.count('in0[') == 1  # the one vector load
+    assert f.aligned == ((0, 16), (1, 16)) and f.fallback is not None
+
+
+def test_row_kernel_keeps_the_plain_kernel_where_it_cannot_hold_the_row():
+    # a read under a condition (it may leave the tensor), a reduction over other elements than the row's
+    x = tensor_input('x', 'float32', [6, 300])
+    s = compute('s', [6], lambda i: reduce([300], lambda k: select(x[i, k] > 0, x[i, k], 0.0), 'sum'))
+    f = kernel(Task('masked', [x], [compute('y', [6, 300], lambda i, j: x[i, j] / s[i])]), 'cuda')
+    assert f.fallback is None and not held_reads(f)[0]
+    half = compute('h', [6], lambda i: reduce([150], lambda k: x[i, k], 'sum'))
+    f = kernel(Task('half_row', [x], [compute('y', [6, 300], lambda i, j: x[i, j] - half[i])]), 'cuda')
+    assert f.fallback is None and not held_reads(f)[0]
+
+
+def test_row_kernel_runs_the_plain_kernel_on_unaligned_buffers(device):
+    x = (torch.randn(128 * 768 + 1, device=device) * 3 + 1).half()[1:].view(128, 768)  # 2 bytes off 16
+    expected = torch.nn.functional.layer_norm(x.float(), [768]).half()
+    close(run(layer_norm_task(128, 768, 'float16'), x), expected, 2e-3)
+
+
+def test_softmax_held_in_registers_computes_like_torch(device):
+    x = torch.randn(6, 300, device=device)
+    close(run(softmax_task(6, 300), x), torch.softmax(x, 1))
+    assert held_reads(kernel(softmax_task(6, 300), 'cuda'))[1][0]  # (the max's loop loads the row)
 
 
 # ---------------------------------------------------------------- CPU loop nest

@@ -19,7 +19,9 @@ threads (lowering.py).
   enough outputs to fill the GPU): one thread per output element, reducing alone.
 - Row-broadcast outputs (normalizations, softmax: reductions over a row read by each element of the row,
   lowering.row_split): a block (CPU: a thread) per row computes the row's reductions once, then writes the
-  row's elements.
+  row's elements. On CUDA, where the row's extents are static and every reduction is over the row, a warp
+  per row (a block for long rows) holds the row in registers: read once by 16-byte loads, written by 16-byte
+  stores (rows.py).
 - CUDA, other reductions, chosen by the reduced axes' position:
   - row style (the input's innermost dimension is reduced): one block per output element (≥ 128
     reduced elements) or one warp (fewer); the threads stride over the reduced elements, then combine
@@ -31,7 +33,7 @@ threads (lowering.py).
 """
 from __future__ import annotations
 
-from typing import Dict, List
+from typing import Dict, List, Optional
 
 from hidet.ir.compute import ReduceCompute, TensorNode
 from hidet.ir.dtypes import boolean, int64
@@ -40,8 +42,11 @@ from hidet.ir.functors import collect, inline_computes, substitute
 from hidet.ir.schedulers.analysis import depends_on, linear
 from hidet.ir.schedulers.lowering import (CUDA_BLOCK, CUDA_MAX_GRID, Lowering, flat_index, grid_size, pow2_ceil, prod,
                                           row_split, top_reduces, unflatten)
-from hidet.ir.stmt import Declare, For, Function, If, IRModule, Seq, Stmt, Store
+from hidet.ir.schedulers.rows import (VECTOR_BYTES, RowLoop, conditional, reduces_over_row, row_lanes, row_threads,
+                                      thread_index)
+from hidet.ir.stmt import Declare, For, Function, If, IRModule, Seq, Stmt, Store, VectorCopy
 from hidet.ir.task import Task
+from hidet.ir.type import TensorType
 
 BLOCK_REDUCE_MIN_EXTENT = 128
 # a thread per output element for reductions of at most this many elements over at least
@@ -59,6 +64,7 @@ COLUMN_MIN_BLOCKS = 264  # two blocks per SM of an H100
 # 1536 x 128 softmax 2.3 against 3.3)
 ROW_ELEMENTS_PER_THREAD = 4
 WARP_ROWS_MIN, WARP_ROWS_MAX_EXTENT = 1024, 1024
+ROW_MIN_BLOCKS = 264  # blocks of a row kernel holding its rows in registers, at least, where rows allow (2 per SM)
 
 
 def _pow2_floor(x: int) -> int:
@@ -137,6 +143,74 @@ def _cpu_row_broadcast(name: str, params: List[Var], out_param: Var, value: Expr
 # ---------------------------------------------------------------- CUDA
 def _cuda_row_broadcast(name: str, params: List[Var], out_param: Var, value: Expr, axes, shape, lowering: Lowering,
                         p: int) -> Function:
+    """The kernel holding its row in registers (rows.py), with the plain one (_cuda_row_plain) as its fallback
+    for unaligned buffers; the plain one alone where the row's extents are symbolic, its reductions reduce other
+    extents than the row's, or its reads are conditional."""
+    plain = _cuda_row_plain(name, params, out_param, value, axes, shape, lowering, p)
+    held = _cuda_row_in_registers(name, params, out_param, value, axes, shape, lowering, p)
+    if held is None:
+        return plain
+    plain.name = f'{name}_plain'
+    held.fallback = plain
+    return held
+
+
+def _cuda_row_in_registers(name: str, params: List[Var], out_param: Var, value: Expr, axes, shape, lowering: Lowering,
+                           p: int) -> Optional[Function]:
+    """A warp per row (a block where a row has more than ROW_VECTORS_PER_THREAD vectors per lane), each of its
+    threads holding the same vectors of the row in every loop (rows.RowLoop): the row is read once, by 16-byte
+    loads, and written by 16-byte stores."""
+    rows, cols = prod(shape[:p]), prod(shape[p:])
+    if not (is_static(rows) and is_static(cols)) or conditional(value) or not reduces_over_row(value, cols):
+        return None
+    lanes = row_lanes(cols, out_param.dtype.nbytes)
+    threads = row_threads(cols // lanes)
+    mode = 'warp' if threads == 32 else 'block'
+    row = Var('row', int64)
+    lowering = Lowering(lowering.params, block_threads=threads)
+    loop = lowering.row_loop = RowLoop(row, cols, threads, lanes, thread_index(mode))
+    at_row = substitute(value, dict(zip(axes[:p], unflatten(row, shape[:p]))))
+    pre: List[Stmt] = []
+    for r in top_reduces(at_row):
+        lowering.reduction(r, pre, mode)
+    out_reg = Var('y_vec', out_param.dtype, type=TensorType(out_param.dtype, [lanes], 'register'))
+
+    def element(j: Expr, lane: Var) -> List[Stmt]:
+        body: List[Stmt] = []
+        v = lowering.value(substitute(at_row, dict(zip(axes[p:], unflatten(j, shape[p:])))), body, 'thread')
+        return body + [Store(out_reg, lane, v)]
+
+    def store(q: Expr) -> List[Stmt]:
+        chunk = max(1, min(lanes, VECTOR_BYTES // out_param.dtype.nbytes))
+        return [VectorCopy(out_param, row * cols + q * lanes + c, out_reg, c, chunk) for c in range(0, lanes, chunk)]
+
+    write = loop.loop(element, store)
+    body = Seq(loop.declares + pre + [Declare(out_reg), write])
+    if mode == 'warp':
+        warps = _warps_per_block(rows)
+        rows_loop = For(row, call('hidet_global_warp_idx', dtype=int64), rows, call('hidet_global_warps', dtype=int64),
+                        body)
+        f = Function(name, params, rows_loop, 'cuda', grid=(grid_size(rows, warps),), block=(32 * warps,))
+    else:
+        rows_loop = For(row, call('hidet_block_idx', dtype=int64), rows, call('hidet_grid_dim', dtype=int64), body)
+        f = Function(name, params, rows_loop, 'cuda', grid=(grid_size(rows, 1),), block=(threads,))
+    aligned = {params.index(loop.buffers[b]): nbytes for b, nbytes in loop.aligned.items()}
+    aligned[len(params) - 1] = min(lanes, VECTOR_BYTES // out_param.dtype.nbytes) * out_param.dtype.nbytes
+    f.aligned = tuple(sorted(aligned.items()))
+    return f
+
+
+def _warps_per_block(rows: int) -> int:
+    """Rows (warps) per block of a warp-per-row kernel: up to 8, while the blocks stay at least ROW_MIN_BLOCKS
+    (small blocks spread a few rows over more SMs, so more of them load at once)."""
+    warps = 1
+    while warps < 8 and rows // (warps * 2) >= ROW_MIN_BLOCKS:
+        warps *= 2
+    return warps
+
+
+def _cuda_row_plain(name: str, params: List[Var], out_param: Var, value: Expr, axes, shape, lowering: Lowering,
+                    p: int) -> Function:
     """A block per row (a warp where the row's reductions and columns are short, or rows are many: see
     ROW_ELEMENTS_PER_THREAD): its threads compute the row's reductions together (all get the results), then
     stride over the row's columns (lowering.row_split)."""

@@ -166,6 +166,9 @@ class Lowering:
         self.counter = 0
         self.scopes: List[Dict[str, Expr]] = [{}]  # lowered reductions by structural key, per C scope
         self.column: Optional[Tuple[int, int, Var, Expr]] = None  # column mode: (cols, rows, row, valid)
+        # a row-broadcast kernel holding its row in registers (rows.py): its reductions over the row walk the
+        # row's loop, and their reads of the row come from its registers
+        self.row_loop = None
 
     def fresh(self, prefix: str, dtype) -> Var:
         self.counter += 1
@@ -177,7 +180,9 @@ class Lowering:
                 index = flat_index(e.indices, e.tensor.shape)
                 if not all(is_static(s) for s in e.tensor.shape):  # (an index unflattened and flattened back)
                     index = merge_divmod(index)
-                return BufferLoad(self.params[id(e.tensor)], index, e.tensor.dtype)
+                buffer = self.params[id(e.tensor)]
+                held = self.row_loop.load(buffer, index, e.tensor.dtype) if self.row_loop is not None else None
+                return held if held is not None else BufferLoad(buffer, index, e.tensor.dtype)
             return None
 
         return rewrite(expr, fn)
@@ -206,12 +211,19 @@ class Lowering:
             start, step = {'thread': (convert(0), convert(1)),
                            'warp': (call('hidet_lane_idx', dtype=int64), convert(32)),
                            'block': (call('hidet_thread_idx', dtype=int64), convert(self.block_threads))}[mode]
-        body: List[Stmt] = []
-        self.scopes.append({})
-        v = self.value(substitute(value, dict(zip(r.axes, unflatten(k, r.shape)))), body, mode='thread')
-        self.scopes.pop()
-        body.append(Assign(acc, reduce_combine(r.kind, acc, v)))
-        stmts.append(For(k, start, stop, step, Seq(body)))
+
+        def body_at(index: Expr) -> List[Stmt]:
+            body: List[Stmt] = []
+            self.scopes.append({})
+            v = self.value(substitute(value, dict(zip(r.axes, unflatten(index, r.shape)))), body, mode='thread')
+            self.scopes.pop()
+            return body + [Assign(acc, reduce_combine(r.kind, acc, v))]
+
+        if self.row_loop is not None and mode in ('warp', 'block') and is_static(extent) \
+                and extent == self.row_loop.cols:
+            stmts.append(self.row_loop.loop(lambda column, lane: body_at(column)))  # (the row's own order)
+        else:
+            stmts.append(For(k, start, stop, step, Seq(body_at(k))))
         if mode in ('warp', 'block'):
             stmts.append(Assign(acc, call(f'hidet_{mode}_reduce_{combine_name(r.kind)}', acc, dtype=r.acc_dtype)))
         elif mode == 'column':
