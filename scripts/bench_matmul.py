@@ -224,6 +224,7 @@ def main() -> None:
             task, (a, b), c, flops, torch_fn, op_fn = conv_case(shape, dtype)
         else:
             task, (a, b), c, flops, torch_fn, op_fn = matmul_case(shape, dtype)
+        torch_fn(b)  # (the matmul's reference output c: --linear times F.linear, which writes a fresh tensor)
         copies = weight_copies(b, args.cold)
         calls = len(copies) if args.cold else args.calls
         if args.linear and not shape.startswith('conv'):  # the model's layer: weight [N, K], a bias

@@ -657,8 +657,8 @@ def test_convolutions_copied_by_cp_async_keep_two_tiles_in_flight():
 
 
 @pytest.mark.parametrize('shape,config', [
-    ((128, 3072, 768), '64x64x64_w64x64_p4_wg_tma'),  # 96 tiles in one wave, no split-k (was 64 x 128 split 2)
-    ((128, 768, 3072), '64x64x64_w64x64_p4_s4_wg_tma'),  # 24 tiles: split 4 fills the GPU
+    ((128, 3072, 768), '64x64x64_w64x64_p6_wg_tma'),  # 96 tiles in one wave, no split-k, 6 stages
+    ((128, 768, 3072), '64x64x64_w64x64_p6_s4_wg_tma'),  # 24 tiles: split 4 fills the GPU
     ((197, 3072, 768), '128x64x64_w64x64_p4_wg_tma'),
     ((4096, 4096, 4096), '128x256x64_w64x256_p4_wg_tma'),
     ((128, 16, 96), '64x64x64_w64x64_p6_wg'),  # narrower than every tile

@@ -6,9 +6,11 @@ import torch
 
 import hidet
 from hidet import ops
+from hidet.graph.flow_graph import display_name
 from hidet.graph.tensor import _host_values
 from hidet.graph.transforms import (EliminateCommonSubexpressions, FoldConstants, FoldConvBatchNorm, FuseOperators,
                                     PassContext, SimplifyTransforms)
+from hidet.kernels.matmul import operand_modes
 
 
 def _same(g1, g2, *shapes):
@@ -18,8 +20,6 @@ def _same(g1, g2, *shapes):
 
 
 def _names(graph):
-    from hidet.graph.flow_graph import display_name
-
     return [display_name(n) for n in graph.nodes]
 
 
@@ -195,6 +195,22 @@ def test_gemm_operands_stay_direct():
     opt = hidet.graph.optimize(g)
     assert [n.outputs[0].dtype.name for n in opt.nodes] == ['float16', 'float16', 'float16'], _names(opt)
     assert _names(opt)[-1].startswith('Fused[Add, Add, CastF32, ReduceMean')
+
+
+def test_epilogues_keep_the_gemm_template():
+    # GPT-2's MLP at batch 8: [4096, 3072] seen as [8, 512, 3072] for GELU, then as [4096, 3072] again for the next
+    # matmul: the epilogue reads the matmul at ((m / 512) * 512 + m % 512), its own row, and the template takes it
+    x = hidet.symbol([4096, 768], 'float16')
+    h = ops.reshape(ops.matmul(x, hidet.randn([768, 3072], dtype='float16')), [8, 512, 3072])
+    gelu = 0.5 * h * (1.0 + ops.tanh(0.7978845608 * (h + 0.044715 * ops.pow(h, 3.0))))
+    opt = hidet.graph.optimize(hidet.trace_from(ops.reshape(gelu, [4096, 3072]), [x]))
+    assert len(opt.nodes) == 1 and operand_modes(opt.nodes[0].task) == ('direct', 'direct')
+    # an epilogue the template cannot map (a flip of the columns) is not fused: the GEMM alone would otherwise be
+    # the auto-scheduler's
+    y = ops.flip(ops.matmul(x, hidet.randn([768, 64], dtype='float16')) + 1.0, [1])
+    opt = hidet.graph.optimize(hidet.trace_from(y, [x]))
+    gemms = [n for n in opt.nodes if 'Matmul' in display_name(n)]
+    assert len(opt.nodes) == 2 and operand_modes(gemms[0].task) is not None, _names(opt)
 
 
 @pytest.mark.parametrize('norm', ['layer_norm', 'rms_norm', 'group_norm', 'softmax', 'log_softmax'])

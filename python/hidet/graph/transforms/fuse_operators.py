@@ -161,7 +161,21 @@ def _epilogue_ok(producer: _Group, consumer: _Group) -> bool:
         return False
     probe = FusedOperator.compose(consumer.members, [produced[0]] + _external_inputs(consumer.members, produced))
     out_node, in_node = probe.outputs[0], probe.inputs[0]
-    return count_reads(out_node, in_node) == 1 and not reads_data_dependent(out_node)
+    if count_reads(out_node, in_node) != 1 or reads_data_dependent(out_node):
+        return False
+    return _keeps_the_template(producer, consumer)
+
+
+def _keeps_the_template(producer: _Group, consumer: _Group) -> bool:
+    """Whether a matmul or dense convolution with ``consumer`` as its epilogue is still a GEMM its template takes
+    (an epilogue reading it at indices the template cannot map, a flip, would leave the whole GEMM to the
+    auto-scheduler, as GPT-2's MLP at batch 8 was, 800 ms a call, while the template missed its reshape pair)."""
+    if not any(_copies_operands(a) for a in producer.anchors):
+        return True
+    members = producer.members + consumer.members
+    if operand_modes(FusedOperator.compose(producer.members, _external_inputs(producer.members))) is None:
+        return True  # (not a GEMM the template takes before either)
+    return operand_modes(FusedOperator.compose(members, _external_inputs(members))) is not None
 
 
 def _widens_for_a_reduction(producer: _Group, consumer: _Group, users, graph_outputs) -> bool:

@@ -27,6 +27,11 @@ SMALL_SHAPES = [(16, 64, 16, 16), (16, 128, 16, 32), (16, 256, 16, 64), (32, 64,
 WG_SHAPES = [(128, 256, 256), (128, 128, 128), (64, 256, 256), (64, 128, 128), (128, 64, 64), (64, 256, 128),
              (64, 64, 64)]
 WG_MAX_STAGES = 4
+# 64 x 64 wgmma tiles (16 KB a stage) of a dense GEMM keep 6 stages in flight: the skinny GEMMs of transformers at
+# batch 1 stream their weights from DRAM, and 4 stages left them waiting (H100, weights read cold, as in a model:
+# 128x2304x768 5.7 µs in 4 stages, 4.9 in 6, cuBLAS 5.2; 128x3072x768 5.9, 4.8, 5.5; 128x768x768 5.3, 4.4, 4.3;
+# 128x768x3072 split 4: 9.4, 8.5, 7.2. `bench_matmul.py --cold --linear --configs`)
+WG_SMALL_TILE_STAGES = 6
 
 
 def sm_count() -> int:
@@ -158,8 +163,8 @@ def wg_cost_us(spec: GemmSpec, bm: int, bn: int, split: int, sms: int) -> float:
 
 def _wg_dense_default(spec: GemmSpec, sms: int) -> MmaConfig:
     """The tile shape and split-k of least modelled time (wg_cost_us; larger tiles first among equals), in 4
-    stages, copied by TMA where it can (e.g. 128 x 3072 x 768: 64 x 64 tiles, 96 blocks, 4.7 µs against 8.1 for
-    64 x 128 split 2; 128 x 768 x 3072: 64 x 64 split 4)."""
+    stages (64 x 64 tiles: WG_SMALL_TILE_STAGES), copied by TMA where it can (e.g. 128 x 3072 x 768: 64 x 64 tiles,
+    96 blocks, 4.7 µs against 8.1 for 64 x 128 split 2; 128 x 768 x 3072: 64 x 64 split 4)."""
     best = None
     for bm, bn, wn in WG_DENSE_SHAPES:
         if not _fits(spec, bm, bn):
@@ -173,7 +178,8 @@ def _wg_dense_default(spec: GemmSpec, sms: int) -> MmaConfig:
     if best is None:  # narrower than every tile (n or m < 64): the smallest, if check_config takes it at all
         return wg_config(spec, 64, 64, 64, sms, stages=6)
     _, bm, bn, wn, split = best
-    cfg = MmaConfig(bm, bn, WG_BK, 64, wn, WG_MAX_STAGES, split, True)
+    cfg = MmaConfig(bm, bn, WG_BK, 64, wn, WG_SMALL_TILE_STAGES if (bm, bn) == (64, 64) else WG_MAX_STAGES, split,
+                    True)
     while cfg.stages > 3 and smem_bytes(spec, cfg) > MAX_SMEM:
         cfg = replace(cfg, stages=cfg.stages - 1)
     if not tma_unsupported(spec) and not check_config(spec, replace(cfg, tma=True)):

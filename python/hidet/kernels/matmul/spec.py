@@ -491,6 +491,9 @@ def _epilogue(task: Task, anchor: TensorNode, r: ReduceCompute, acc: Var, c_vars
     for e in reads:
         g = []
         for dim, idx in enumerate(e.indices):
+            # (a reshape and its inverse — [4096] → [8, 512] → [4096], GPT-2's MLP at batch 8 — read the matmul
+            # at ((m / 512) * 512 + m % 512): the same row)
+            idx = merge_divmod(idx)
             grp = _group_of(idx, out_axes, out.shape, anchor.shape[dim])
             if grp is None:
                 piece = _piece_of(idx, out_axes, out.shape, anchor.shape[dim])
