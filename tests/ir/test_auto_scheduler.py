@@ -339,6 +339,9 @@ def test_row_kernel_keeps_the_plain_kernel_where_it_cannot_hold_the_row():
     half = compute('h', [6], lambda i: reduce([150], lambda k: x[i, k], 'sum'))
     f = kernel(Task('half_row', [x], [compute('y', [6, 300], lambda i, j: x[i, j] - half[i])]), 'cuda')
     assert f.fallback is None and not held_reads(f)[0]
+    # rows of fewer 16-byte vectors than a warp has lanes (convnext's layer norm over 96 channels: 12)
+    f = kernel(layer_norm_task(3136, 96, 'float16'), 'cuda')
+    assert f.fallback is None and not held_reads(f)[0]
 
 
 def test_row_kernel_runs_the_plain_kernel_on_unaligned_buffers(device):
