@@ -42,9 +42,9 @@ from hidet.ir.functors import collect, inline_computes, substitute
 from hidet.ir.schedulers.analysis import depends_on, linear
 from hidet.ir.schedulers.lowering import (CUDA_BLOCK, CUDA_MAX_GRID, Lowering, flat_index, grid_size, pow2_ceil, prod,
                                           row_split, top_reduces, unflatten)
-from hidet.ir.schedulers.rows import (VECTOR_BYTES, RowLoop, conditional, reduces_over_row, row_lanes, row_threads,
-                                      thread_index)
-from hidet.ir.stmt import Declare, For, Function, If, IRModule, Seq, Stmt, Store, VectorCopy
+from hidet.ir.schedulers.rows import RowLoop, conditional, reduces_over_row, row_lanes, row_threads, thread_index
+from hidet.ir.schedulers.vectorize import copy_lanes, vector_copies, vectorized_kernel
+from hidet.ir.stmt import Declare, For, Function, If, IRModule, Seq, Stmt, Store
 from hidet.ir.task import Task
 from hidet.ir.type import TensorType
 
@@ -186,8 +186,7 @@ def _cuda_row_in_registers(name: str, params: List[Var], out_param: Var, value: 
         return body + [Store(out_reg, lane, v)]
 
     def store(q: Expr) -> List[Stmt]:
-        chunk = max(1, min(lanes, VECTOR_BYTES // out_param.dtype.nbytes))
-        return [VectorCopy(out_param, row * cols + q * lanes + c, out_reg, c, chunk) for c in range(0, lanes, chunk)]
+        return vector_copies(out_param, row * cols + q * lanes, out_reg, 0, lanes, out_param.dtype)
 
     write = loop.loop(element, store)
     body = Seq(loop.declares + pre + [Declare(out_reg), write])
@@ -200,7 +199,7 @@ def _cuda_row_in_registers(name: str, params: List[Var], out_param: Var, value: 
         rows_loop = For(row, call('hidet_block_idx', dtype=int64), rows, call('hidet_grid_dim', dtype=int64), body)
         f = Function(name, params, rows_loop, 'cuda', grid=(grid_size(rows, 1),), block=(threads,))
     aligned = {params.index(loop.buffers[b]): nbytes for b, nbytes in loop.aligned.items()}
-    aligned[len(params) - 1] = min(lanes, VECTOR_BYTES // out_param.dtype.nbytes) * out_param.dtype.nbytes
+    aligned[len(params) - 1] = copy_lanes(lanes, out_param.dtype) * out_param.dtype.nbytes
     f.aligned = tuple(sorted(aligned.items()))
     return f
 
@@ -262,9 +261,6 @@ def _injective(name: str, params: List[Var], out_param: Var, value: Expr, axes, 
                lowering: Lowering) -> Function:
     """The vectorized kernel of an injective output, with the scalar one as its fallback (for unaligned
     buffers), or the scalar one alone."""
-    # (loads when a kernel is vectorized, so import hidet stays light)
-    from hidet.ir.schedulers.vectorize import vectorized_kernel
-
     scalar = _cuda_thread(name, params, out_param, value, axes, shape, lowering)
     vector = vectorized_kernel(name, params, out_param, value, axes, shape, Lowering(lowering.params))
     if vector is None:

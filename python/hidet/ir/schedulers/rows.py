@@ -22,10 +22,10 @@ from hidet.ir.dtypes import DataType, int64
 from hidet.ir.expr import Binary, BufferLoad, Expr, Select, Var, binary, call, convert, is_static, simplify_dim
 from hidet.ir.functors import collect, merge_divmod, substitute
 from hidet.ir.schedulers.analysis import known_multiple, linear, structural_key
-from hidet.ir.stmt import Declare, For, If, Seq, Stmt, Store, VectorCopy
+from hidet.ir.schedulers.vectorize import VECTOR_BYTES, copy_lanes, vector_copies
+from hidet.ir.stmt import Declare, For, If, Seq, Stmt, Store
 from hidet.ir.type import TensorType
 
-VECTOR_BYTES = 16
 # vectors of a row per thread, at most, before more threads share the row (a block instead of a warp): the
 # register arrays then hold at most this many vectors of each read
 ROW_VECTORS_PER_THREAD = 4
@@ -100,9 +100,8 @@ class RowLoop:
             e = Var(f'e{self.counter}', int64)
             return [For(e, 0, self.lanes, 1, Store(cache, i * self.lanes + e, BufferLoad(buffer, start + e, dtype)),
                         kind='unroll')]
-        chunk = max(1, min(self.lanes, VECTOR_BYTES // dtype.nbytes))
-        self.aligned[id(buffer)] = max(self.aligned.get(id(buffer), 0), chunk * dtype.nbytes)
-        return [VectorCopy(cache, i * self.lanes + c, buffer, start + c, chunk) for c in range(0, self.lanes, chunk)]
+        self.aligned[id(buffer)] = max(self.aligned.get(id(buffer), 0), copy_lanes(self.lanes, dtype) * dtype.nbytes)
+        return vector_copies(cache, i * self.lanes, buffer, start, self.lanes, dtype)
 
 
 def row_lanes(cols: int, out_bytes: int) -> int:

@@ -32,6 +32,19 @@ from hidet.ir.type import TensorType
 VECTOR_BYTES = 16
 
 
+def copy_lanes(lanes: int, dtype) -> int:
+    """Elements of ``dtype`` per vector access of ``lanes`` of them: all, or 16 bytes' worth (the widest access)."""
+    return min(lanes, max(1, VECTOR_BYTES // dtype.nbytes))
+
+
+def vector_copies(dst: Var, dst_index, src: Var, src_index, lanes: int, dtype) -> List[Stmt]:
+    """``lanes`` consecutive elements of ``dtype`` copied from ``src[src_index ..]`` to ``dst[dst_index ..]`` by
+    accesses of at most 16 bytes (buffers or register arrays; both sides aligned to the access)."""
+    step = copy_lanes(lanes, dtype)
+    return [VectorCopy(dst, dst_index + q if q else dst_index, src, src_index + q if q else src_index, step)
+            for q in range(0, lanes, step)]
+
+
 class NotVectorizable(Exception):
     """A value that no vector plan takes (an expression the plan does not know, such as a reduction)."""
 

@@ -12,7 +12,7 @@ from hidet.ir.expr import (Binary, BufferLoad, COMPARE_OPS, Cast, Constant, Expr
                            cast, convert)
 from hidet.ir.functors import INT32_MAX, collect, conjuncts, merge_divmod, narrow_index, rewrite
 from hidet.ir.schedulers.lowering import flat_index
-from hidet.ir.schedulers.vectorize import LanePlan
+from hidet.ir.schedulers.vectorize import LanePlan, copy_lanes, vector_copies
 from hidet.ir.stmt import Declare, Seq, Stmt, Store, VectorCopy
 from hidet.ir.type import TensorType
 
@@ -26,16 +26,10 @@ def _prod(xs) -> int:
     return n
 
 
-def _copy_lanes(lanes: int, dtype) -> int:
-    """Lanes of ``dtype`` per vector load: all of them, or 16 bytes' worth (the widest load)."""
-    return min(lanes, max(1, 16 // dtype.nbytes))
-
-
 def _vector_loads(reg: Var, src: Var, index: Expr, lanes: int) -> List[Stmt]:
     """``reg`` (a register array of ``lanes``) declared and filled from ``src[index ..]`` by 16-byte (or whole)
     vector loads."""
-    step = _copy_lanes(lanes, reg.type.dtype)
-    return [Declare(reg)] + [VectorCopy(reg, q, src, index + q if q else index, step) for q in range(0, lanes, step)]
+    return [Declare(reg)] + vector_copies(reg, 0, src, index, lanes, reg.type.dtype)
 
 
 @dataclass
@@ -235,7 +229,7 @@ class GemmValues:
     def vector_reads(self, plan: LanePlan) -> Dict[int, int]:
         """The alignment in bytes that ``plan``'s vector loads need, by input position."""
         pos = {id(t): i for i, t in enumerate(self.spec.task.inputs)}
-        return {pos[id(e.tensor)]: _copy_lanes(plan.lanes, e.dtype) * e.dtype.nbytes for _, e, _ in plan.vectors}
+        return {pos[id(e.tensor)]: copy_lanes(plan.lanes, e.dtype) * e.dtype.nbytes for _, e, _ in plan.vectors}
 
     def vector_epilogue(self, plan: LanePlan, bz, gm, gn, stage: Var, stage_index: Expr) -> Stmt:
         """The statements computing and storing the outputs (bz, gm, gn .. gn + lanes - 1), gn a multiple of
