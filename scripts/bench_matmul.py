@@ -213,16 +213,10 @@ def main() -> None:
     parser.add_argument('--twins', action='store_true', help='--candidates: with the cp.async / TMA twin of each')
     parser.add_argument('--configs', nargs='*', default=[], help='named configs to time as candidates too')
     parser.add_argument('--cold', action='store_true', help='B read from DRAM: each launch on its own copy')
-    parser.add_argument('--l2-prefetch-max', type=int, default=None,
-                        help="the template's L2_PREFETCH_MAX_BYTES for this run (0: no TMA prefetch into L2)")
     parser.add_argument('--linear', action='store_true', help="torch's side as F.linear(a, w [N, K], bias)")
     parser.add_argument('--epilogue', action='store_true',
                         help='also relu(C + shift + residual) fused, at each --space')
     args = parser.parse_args()
-    if args.l2_prefetch_max is not None:
-        from hidet.kernels.matmul import mma
-
-        mma.L2_PREFETCH_MAX_BYTES = args.l2_prefetch_max
     dtype = {'f16': 'float16', 'bf16': 'bfloat16'}[args.dtype]
     rows = []
     for shape in args.shapes:

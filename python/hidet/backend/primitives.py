@@ -50,8 +50,6 @@ PRIMITIVES: Dict[str, tuple] = {
     'cuda_mbarrier_wait': (('cuda',), 'hidet::lang::mbarrier_wait((uint64_t*)({0}), (int)({1}))'),
     'cuda_tma_load_2d': (('cuda',), 'hidet::lang::tma_load({0}, &{1}, (uint64_t*)({2}), {3}, {4})'),
     'cuda_tma_load_3d': (('cuda',), 'hidet::lang::tma_load({0}, &{1}, (uint64_t*)({2}), {3}, {4}, {5})'),
-    'cuda_tma_prefetch_2d': (('cuda',), 'hidet::lang::tma_prefetch(&{0}, {1}, {2})'),
-    'cuda_tma_prefetch_3d': (('cuda',), 'hidet::lang::tma_prefetch(&{0}, {1}, {2}, {3})'),
     'cuda_tma_load_im2col_4d': (('cuda',), 'hidet::lang::tma_load_im2col({0}, &{1}, (uint64_t*)({2}), {3}, {4}, {5}, '
                                 '{6}, (uint16_t)({7}), (uint16_t)({8}))'),
     'reinterpret_pointer': (('cuda', 'cpu'), '(({T}*)({0}))'),

@@ -22,7 +22,7 @@ __all__ = ['threadIdx', 'blockIdx', 'blockDim', 'gridDim', 'warp_size', 'syncthr
            'register_tensor', 'dynamic_shared_memory', 'cp_async', 'cp_async_commit_group', 'cp_async_wait_group',
            'cp_async_wait_all', 'ldmatrix', 'mma_sync', 'wgmma', 'wgmma_fence', 'wgmma_commit_group',
            'wgmma_wait_group', 'fence_proxy_async', 'mbarrier_init', 'fence_mbarrier_init', 'mbarrier_arrive',
-           'mbarrier_arrive_expect_tx', 'mbarrier_wait', 'tma_load', 'tma_prefetch']
+           'mbarrier_arrive_expect_tx', 'mbarrier_wait', 'tma_load']
 
 warp_size = 32
 FULL_MASK = 0xFFFFFFFF
@@ -365,20 +365,6 @@ def tma_load(dst, tensor_map, bar, *coords):
     args = [as_pointer(dst, 'tma_load: dst'), tensor_map, _barrier(bar, 'tma_load: bar')]
     args += [cast(_scalar(c, 'a coordinate'), 'int32') for c in coords]
     return PrimCall(f'cuda_tma_load_{len(coords)}d', args, void)
-
-
-def tma_prefetch(tensor_map, *coords):
-    """Bring the box of ``tensor_map`` at element coordinates ``coords`` (innermost first) into L2 (sm_90): no
-    shared memory and no barrier; a later tma_load of the box waits for L2 instead of DRAM."""
-    t = type_of(tensor_map)
-    if not isinstance(t, TensorMapType) or t.im2col is not None:
-        raise TypeError(f'tma_prefetch: tensor_map must be a tiled tensor-map kernel parameter, got '
-                        f'{describe(tensor_map)}')
-    if len(coords) != len(t.dims) or len(coords) not in (2, 3):
-        raise TypeError(f'tma_prefetch: the tensor map has {len(t.dims)} dims, got {len(coords)} coordinates '
-                        '(2 or 3 dims)')
-    args = [tensor_map] + [cast(_scalar(c, 'a coordinate'), 'int32') for c in coords]
-    return PrimCall(f'cuda_tma_prefetch_{len(coords)}d', args, void)
 
 
 def tma_load_im2col(dst, tensor_map, bar, coords, offsets):

@@ -513,9 +513,6 @@ def test_wgmma_sources_compile_with_nvcc():
             assert ('named_barrier_sync<1, ' in sources[-1]) == cfg.tma
             assert f'__launch_bounds__({cfg.threads + 32 if cfg.tma else cfg.threads})' in sources[-1]
         assert all('hidet::lang::tma_load_im2col(' in sources[i] for i in (-2, -1))
-        # the plain TMA twin (16 k-tiles, 2.6 MB of operands) asks for its k-tiles past the pipeline's into L2 at
-        # once; not the split one (its 4 k-tiles fill the pipeline) nor im2col copies
-        assert [('hidet::lang::tma_prefetch(' in src) for src in sources[-5:]] == [True, False, False, False, False]
         paths = build_libraries([(s, 'cuda', 'matmul-template-test') for s in sources])
     assert all(os.path.exists(p) for p in paths)
 

@@ -288,17 +288,6 @@ __device__ __forceinline__ void tma_load(void* dst, const CUtensorMap* map, uint
       : "memory");
 }
 
-// TMA prefetch (sm_90): the box at element coordinates (innermost first) brought into L2, no shared memory, no
-// barrier: a later tma_load of it then waits for L2, not for DRAM.
-__device__ __forceinline__ void tma_prefetch(const CUtensorMap* map, int c0, int c1) {
-  asm volatile("cp.async.bulk.prefetch.tensor.2d.L2.global.tile [%0, {%1, %2}];\n"
-               ::"l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1) : "memory");
-}
-__device__ __forceinline__ void tma_prefetch(const CUtensorMap* map, int c0, int c1, int c2) {
-  asm volatile("cp.async.bulk.prefetch.tensor.3d.L2.global.tile [%0, {%1, %2, %3}];\n"
-               ::"l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1), "r"(c2) : "memory");
-}
-
 // TMA im2col mode: a column of pixels of a channels-last [n, h, w, c] tensor map (cuTensorMapEncodeIm2col)
 // from window origin (c, w, h, n), every pixel shifted by the window offsets (ow, oh).
 __device__ __forceinline__ void tma_load_im2col(void* dst, const CUtensorMap* map, uint64_t* bar, int c, int w, int h,

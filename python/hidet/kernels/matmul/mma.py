@@ -47,9 +47,6 @@ STAGE_PAD = 8    # floats of padding per row of the epilogue's staging tile
 GROUP_M = 8      # tiles of M visited together (L2 reuse of B)
 MAX_SMEM = 227 * 1024
 MAX_WORKSPACE_BYTES = 256 << 20
-# A TMA config prefetches its later k-tiles into L2 where the GEMM's operands (A and B) are at most this many bytes:
-# a fraction of the H100's 50 MB of L2 (see the kernel's producer warp)
-L2_PREFETCH_MAX_BYTES = 16 << 20
 
 
 @dataclass(frozen=True)
@@ -236,8 +233,8 @@ def build_script_module(spec: GemmSpec, cfg: MmaConfig, m_bound=None):
                                  cp_async_wait_group, dynamic_shared_memory, fence_mbarrier_init, fence_proxy_async,
                                  ldmatrix, mbarrier_arrive_expect_tx, mbarrier_init, mbarrier_wait, mma_sync,
                                  mbarrier_arrive, named_barrier_sync, shared_tensor, syncthreads, threadfence,
-                                 threadIdx, tma_load, tma_load_im2col, tma_prefetch, wgmma, wgmma_commit_group,
-                                 wgmma_fence, wgmma_wait_group)
+                                 threadIdx, tma_load, tma_load_im2col, wgmma, wgmma_commit_group, wgmma_fence,
+                                 wgmma_wait_group)
 
     why = check_config(spec if m_bound is None else _at_m(spec, m_bound), cfg)
     if why:
@@ -364,18 +361,6 @@ def build_script_module(spec: GemmSpec, cfg: MmaConfig, m_bound=None):
         coords = [k, mn] if k_major else [mn, k]
         return tma_load(dst, tmap, bar, *(coords + [bz] if batched else coords))
 
-    def tma_ahead(tmap, batched, k_major, mn, k, bz):
-        coords = [k, mn] if k_major else [mn, k]
-        return tma_prefetch(tmap, *(coords + [bz] if batched else coords))
-
-    # The producer asks for every k-tile beyond the pipeline's first S at once, into L2, where the operands of the
-    # whole GEMM fit there easily (the skinny GEMMs of transformers at batch 1, whose weights come from DRAM): the
-    # copies that refill a stage then wait for L2, not for another DRAM round trip.
-    operand_bytes = (_prod(spec.batch_shape) if spec.batch_shape else 1) * (M + N) * K * dt.nbytes \
-        if isinstance(M, int) else None
-    PREFETCH = TMA and WIN is None and operand_bytes is not None and operand_bytes <= L2_PREFETCH_MAX_BYTES \
-        and -(-KC // BK) > S
-
     def im2col_origin(k0, m0):
         """The im2col column of tile m0 at k0: its first pixel's window origin (c, w, h, n)."""
         pix = m0 % (IM_OH * IM_OW)
@@ -489,12 +474,6 @@ def build_script_module(spec: GemmSpec, cfg: MmaConfig, m_bound=None):
             if TMA:
                 if tid >= THREADS:  # the producer warp: one lane copies tile kt once its stage is free
                     if tid == THREADS:
-                        if PREFETCH:
-                            for kt in range(S, k_tiles):
-                                for dmn, so in A_BOXES:
-                                    tma_ahead(A_MAP, A_3D, A_KM, m0 + dmn, k_begin + kt * BK, bz)
-                                for dmn, so in B_BOXES:
-                                    tma_ahead(B_MAP, B_3D, B_KM, n0 + dmn, k_begin + kt * BK, bz)
                         for kt in range(k_tiles):
                             st = kt % S
                             k0 = k_begin + kt * BK
