@@ -661,6 +661,7 @@ def test_convolutions_copied_by_cp_async_keep_two_tiles_in_flight():
     ((128, 768, 3072), '64x64x64_w64x64_p6_s4_wg_tma'),  # 24 tiles: split 4 fills the GPU
     ((197, 3072, 768), '128x64x64_w64x64_p4_wg_tma'),
     ((4096, 4096, 4096), '128x256x64_w64x256_p4_wg_tma'),
+    ((4096, 768, 3072), '128x256x64_w64x256_p4_wg_tma'),  # 0.73 of a wave of the large tiles (the model: 128 x 64)
     ((128, 16, 96), '64x64x64_w64x64_p6_wg'),  # narrower than every tile
 ])
 def test_wgmma_defaults_follow_the_cost_model(shape, config):

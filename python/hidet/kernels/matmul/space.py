@@ -150,6 +150,11 @@ PARTIALS_BYTES_PER_US = 2.5e6
 SM_TFLOPS = 4.5  # one SM's sustained wgmma rate at 128 x 256 tiles
 TILE_EFFICIENCY = {(128, 256): 1.0, (128, 128): 0.95, (128, 64): 0.9, (64, 256): 0.9, (64, 128): 0.85, (64, 64): 0.8}
 WG_DENSE_SHAPES = ((128, 256, 256), (128, 128, 128), (128, 64, 64), (64, 128, 128), (64, 64, 64))
+# A dense GEMM with 128 x 256 tiles for at least this fraction of a wave takes them, whatever the cost model says: it
+# was fitted at m = 128 and 197, and it puts large tiles too low (H100, cold weights, GPT-2's layers at batch 8 x 512:
+# 4096x768x3072 34.3 µs in 128 x 256 tiles, 0.73 of a wave, against 41.8 in 128 x 128 and 53.3 in the modelled
+# 128 x 64; cuBLAS 27.9)
+LARGE_TILES_MIN_WAVE = 0.7
 
 
 def wg_cost_us(spec: GemmSpec, bm: int, bn: int, split: int, sms: int) -> float:
@@ -162,11 +167,14 @@ def wg_cost_us(spec: GemmSpec, bm: int, bn: int, split: int, sms: int) -> float:
 
 
 def _wg_dense_default(spec: GemmSpec, sms: int) -> MmaConfig:
-    """The tile shape and split-k of least modelled time (wg_cost_us; larger tiles first among equals), in 4
+    """128 x 256 tiles for a large GEMM (LARGE_TILES_MIN_WAVE), else the tile shape and split-k of least modelled
+    time (wg_cost_us; larger tiles first among equals), in 4
     stages (64 x 64 tiles: WG_SMALL_TILE_STAGES), copied by TMA where it can (e.g. 128 x 3072 x 768: 64 x 64 tiles,
     96 blocks, 4.7 µs against 8.1 for 64 x 128 split 2; 128 x 768 x 3072: 64 x 64 split 4)."""
     best = None
-    for bm, bn, wn in WG_DENSE_SHAPES:
+    if _fits(spec, 128, 256) and _tiles(spec, 128, 256) >= LARGE_TILES_MIN_WAVE * sms:
+        best = (0.0, 128, 256, 256, 1)  # a large GEMM (see LARGE_TILES_MIN_WAVE)
+    for bm, bn, wn in WG_DENSE_SHAPES if best is None else ():
         if not _fits(spec, bm, bn):
             continue
         for split in (1, 2, 4, 8):
