@@ -22,6 +22,7 @@ from hidet.ir.dtypes import DataType, int64
 from hidet.ir.expr import Binary, BufferLoad, Expr, Select, Var, binary, call, convert, is_static, simplify_dim
 from hidet.ir.functors import collect, merge_divmod, substitute
 from hidet.ir.schedulers.analysis import known_multiple, linear, structural_key
+from hidet.ir.schedulers.lowering import prod
 from hidet.ir.schedulers.vectorize import VECTOR_BYTES, copy_lanes, vector_copies
 from hidet.ir.stmt import Declare, For, If, Seq, Stmt, Store
 from hidet.ir.type import TensorType
@@ -123,14 +124,7 @@ def row_threads(vectors: int) -> int:
 
 def reduces_over_row(value: Expr, cols: int) -> bool:
     """Whether every reduction of ``value`` reduces exactly a row's ``cols`` elements (so its loop is the row's)."""
-    return all(is_static(n) and n == cols for n in (_extent(r) for r in collect(value, ReduceCompute)))
-
-
-def _extent(r: ReduceCompute):
-    n = 1
-    for s in r.shape:
-        n = n * s
-    return n
+    return all(is_static(n) and n == cols for n in (prod(r.shape) for r in collect(value, ReduceCompute)))
 
 
 def thread_index(mode: str) -> Expr:
