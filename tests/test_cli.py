@@ -97,6 +97,20 @@ def test_bench_profile_and_default_backends(capsys):
     assert 'hidet speed-up over it' in out
 
 
+def test_bench_interleaves_the_backends_in_rounds():
+    # each backend's repeats come in rounds, the backends in turn, so a drift during the run meets them alike
+    from hidet.cli import bench
+
+    order = []
+    calls = {name: (lambda name=name: order.append(name)) for name in ('hidet', 'inductor-ro')}
+    medians = bench._interleaved_medians(calls, 'cpu', warmup=1, repeat=12)
+    assert set(medians) == {'hidet', 'inductor-ro'} and all(m >= 0 for m in medians.values())
+    timed = order[2:]  # (after one warmup call each)
+    assert order[:2] == ['hidet', 'inductor-ro'] and len(timed) == 24
+    blocks = [timed[i] for i in range(len(timed)) if i == 0 or timed[i] != timed[i - 1]]
+    assert blocks == ['hidet', 'inductor-ro'] * bench.ROUNDS  # 12 repeats in 5 rounds: 3, 3, 2, 2, 2
+
+
 def test_bench_help_shows_the_baselines(capsys):
     with pytest.raises(SystemExit):
         main(['bench', 'model', '--help'])

@@ -1,7 +1,7 @@
 """``hidet bench``: latency of hidet against torch eager and inductor, measured in one run.
 
 Latency is the median over repeats, timed with CUDA events on torch's current stream (on the
-CPU: wall clock). Compile time is the first call's (hidet: optimize + build; inductor: the
+CPU: wall clock), the repeats of the backends interleaved in rounds (_interleaved_medians). Compile time is the first call's (hidet: optimize + build; inductor: the
 first torch.compile call). Ratios > 1 mean hidet is faster. Baselines: ``eager``; ``inductor`` (torch.compile's
 default mode, no CUDA graphs), ``inductor-ro`` (reduce-overhead: CUDA graphs, the baseline of hidet's default,
 which replays CUDA graphs too) and ``inductor-ma`` (max-autotune, the baseline of a tuned hidet). ``--profile``
@@ -84,11 +84,14 @@ def add_parser(sub) -> None:
     suite.add_parser(kinds)
 
 
-def _median_ms(fn: Callable[[], object], device: str, warmup: int, repeat: int) -> float:
+ROUNDS = 5  # the repeats of each backend are taken in this many rounds, the backends in turn within a round
+
+
+def _samples_ms(fn: Callable[[], object], device: str, repeat: int) -> List[float]:
+    """Milliseconds of each of ``repeat`` calls of ``fn``, one at a time (on the GPU: CUDA events around the call,
+    the GPU idle before it)."""
     import torch
 
-    for _ in range(warmup):
-        fn()
     times = []
     if device == 'cuda':
         torch.cuda.synchronize()
@@ -104,7 +107,23 @@ def _median_ms(fn: Callable[[], object], device: str, warmup: int, repeat: int) 
             t0 = time.perf_counter()
             fn()
             times.append((time.perf_counter() - t0) * 1e3)
-    return statistics.median(times)
+    return times
+
+
+def _interleaved_medians(calls: Dict[str, Callable[[], object]], device: str, warmup: int,
+                         repeat: int) -> Dict[str, float]:
+    """The median ms per call of each backend, its ``repeat`` calls taken in ROUNDS rounds with the backends in
+    turn within each: a drift of the machine during the run (clocks, a compile's worker processes winding down)
+    meets every backend alike, not the one whose block it fell in."""
+    for fn in calls.values():
+        for _ in range(warmup):
+            fn()
+    rounds = max(1, min(ROUNDS, repeat))
+    samples: Dict[str, List[float]] = {name: [] for name in calls}
+    for r in range(rounds):
+        for name, fn in calls.items():
+            samples[name] += _samples_ms(fn, device, repeat // rounds + (1 if r < repeat % rounds else 0))
+    return {name: statistics.median(times) for name, times in samples.items()}
 
 
 def _op_case(args) -> Tuple[Callable, List, Callable[[int], Callable], Callable, float, str]:
@@ -270,16 +289,21 @@ def run(args) -> int:
         ref_scale = accuracy.scale(reference)
         if 'eager' not in backends:  # (eager's own error is the measure of what the dtype allows)
             errors['eager'] = accuracy.max_error(runners['eager']()(), reference)
+        calls: Dict[str, Callable[[], object]] = {}
+        compile_times: Dict[str, float] = {}
         for backend in backends:
             t0 = time.perf_counter()
             call = runners[backend]()
             out = call()  # the first call compiles (inductor, hidet's torch.compile)
             if args.device == 'cuda':
                 torch.cuda.synchronize()
-            compile_s = time.perf_counter() - t0
+            compile_times[backend] = time.perf_counter() - t0
             # checked now: a CUDA-graph replay may overwrite the outputs of an earlier call (inductor's)
             errors[backend] = accuracy.max_error(results_as_torch.get(backend, lambda o: o)(out), reference)
-            results[backend] = (_median_ms(call, args.device, args.warmup, args.repeat), compile_s)
+            calls[backend] = call
+        medians = _interleaved_medians(calls, args.device, args.warmup, args.repeat)
+        for backend, call in calls.items():
+            results[backend] = (medians[backend], compile_times[backend])
             if args.profile:
                 profiles[backend] = _profile(call, args.device)
     hidet_ms = results['hidet'][0] if 'hidet' in results else None
