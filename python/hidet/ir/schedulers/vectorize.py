@@ -17,7 +17,7 @@ kernel (``Function.fallback``) when one is not aligned (e.g. a torch view at an 
 """
 from __future__ import annotations
 
-from typing import Dict, List, Optional, Tuple
+from typing import Callable, Dict, List, Optional, Tuple
 
 from hidet.ir.compute import ReduceCompute
 from hidet.ir.dtypes import int64
@@ -107,6 +107,20 @@ class LanePlan:
             return e
         return self._placeholder(e, lambda v: self.vectors.append((v, e, flat)))
 
+    def load_registers(self, lower: Callable[[Expr], Expr], lower_index: Callable[[Expr], Expr],
+                       buffer_of: Callable[[TensorElement], Var]) -> Tuple[List[Stmt], Dict[Var, Var]]:
+        """The statements loading the plan's reads for one vector of outputs (its base indices in ``lower``, which
+        lowers an expression of the value's variables; ``lower_index`` lowers a flat index): each broadcast read
+        declared as its scalar placeholder, each vector read loaded into a register array of the lanes (16-byte
+        accesses); and the register array of each vector placeholder."""
+        stmts: List[Stmt] = [Declare(v, lower(e)) for v, e in self.broadcasts]
+        registers: Dict[Var, Var] = {}
+        for v, e, flat in self.vectors:
+            reg = Var(f'{v.name}_vec', e.dtype, type=TensorType(e.dtype, [self.lanes], 'register'))
+            stmts += [Declare(reg)] + vector_copies(reg, 0, buffer_of(e), lower_index(flat), self.lanes, e.dtype)
+            registers[v] = reg
+        return stmts, registers
+
     def _placeholder(self, e: TensorElement, register) -> Var:
         key = structural_key(e)
         if key not in self.keys:
@@ -154,20 +168,22 @@ def vectorized_kernel(name: str, params: List[Var], out_param: Var, value: Expr,
             v = Var('w0' if d == len(shape) - 1 else f'i{d}', int64)
             body.append(Declare(v, idx))
             base[axes[d]] = v
-    for v, e in plan.broadcasts:
-        body.append(Declare(v, lowering.loads(substitute(e, base))))
+
+    def lower_index(flat: Expr) -> Expr:
+        index = lowering.loads(substitute(flat, base))
+        return merge_divmod(index) if symbolic else index
+
+    loads, registers = plan.load_registers(lambda e: lowering.loads(substitute(e, base)), lower_index,
+                                           lambda e: lowering.params[id(e.tensor)])
+    body += loads
     lane_body: List[Stmt] = []
     lane_map: Dict[Var, Expr] = dict(base)
     lane_map[axes[-1]] = base[axes[-1]] + j
     aligned = {}
-    for v, e, flat in plan.vectors:
-        reg = Var(f'{v.name}_vec', e.dtype, type=TensorType(e.dtype, [lanes], 'register'))
-        buffer = lowering.params[id(e.tensor)]
-        index = lowering.loads(substitute(flat, base))
-        body += [Declare(reg), VectorCopy(reg, 0, buffer, merge_divmod(index) if symbolic else index, lanes)]
-        aligned[params.index(buffer)] = lanes * e.dtype.nbytes
+    for v, e, _ in plan.vectors:
+        aligned[params.index(lowering.params[id(e.tensor)])] = lanes * e.dtype.nbytes
         lane_var = Var(f'{v.name}_lane', e.dtype)
-        lane_body.append(Declare(lane_var, BufferLoad(reg, j, e.dtype)))
+        lane_body.append(Declare(lane_var, BufferLoad(registers[v], j, e.dtype)))
         lane_map[v] = lane_var
     out_reg = Var('y_vec', out_param.dtype, type=TensorType(out_param.dtype, [lanes], 'register'))
     lane_body.append(Store(out_reg, j, lowering.loads(substitute(plan.value, lane_map))))

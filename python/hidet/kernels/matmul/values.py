@@ -26,12 +26,6 @@ def _prod(xs) -> int:
     return n
 
 
-def _vector_loads(reg: Var, src: Var, index: Expr, lanes: int) -> List[Stmt]:
-    """``reg`` (a register array of ``lanes``) declared and filled from ``src[index ..]`` by 16-byte (or whole)
-    vector loads."""
-    return [Declare(reg)] + vector_copies(reg, 0, src, index, lanes, reg.type.dtype)
-
-
 @dataclass
 class RowSplit:
     """A gathered operand's chunk offset and padding predicate at (batch, row, k) split into what depends on the
@@ -239,14 +233,11 @@ class GemmValues:
         at = self.batch_values(bz)
         at.update({spec.m_var: gm, spec.n_var: gn})
         acc = Var('av', float32, type=TensorType(float32, [lanes], 'register'))
-        body = _vector_loads(acc, stage, stage_index, lanes)
-        body += [Declare(v, self.lower(e, at)) for v, e in plan.broadcasts]
-        regs = {}
-        for v, e, flat in plan.vectors:
-            reg = Var(f'{v.name}_vec', e.dtype, type=TensorType(e.dtype, [lanes], 'register'))
-            index = merge_divmod(self.lower(flat, at), static_divisors=False)
-            body += _vector_loads(reg, self._params[id(e.tensor)], index, lanes)
-            regs[v] = reg
+        body = [Declare(acc)] + vector_copies(acc, 0, stage, stage_index, lanes, float32)
+        loads, regs = plan.load_registers(lambda e: self.lower(e, at),
+                                          lambda flat: merge_divmod(self.lower(flat, at), static_divisors=False),
+                                          lambda e: self._params[id(e.tensor)])
+        body += loads
         out_reg = Var('ov', spec.out_dtype, type=TensorType(spec.out_dtype, [lanes], 'register'))
         body.append(Declare(out_reg))
         for j in range(lanes):
