@@ -199,3 +199,24 @@ def test_in_place_updates_of_shared_memory():
         got = torch.compile(input_update, backend='hidet')(x)
     assert_close(got, input_update(x_eager))
     assert_close(x, x_eager)
+
+
+def test_output_structures_are_built_as_map_structure_builds_them():
+    """A compiled call builds its output structure with a builder made once (dynamo_backend._structure_builder):
+    the same structure map_structure gives, new containers at each call, fixed leaves as they are."""
+    import collections
+
+    from hidet.frontend.torch.interpreter import map_structure
+
+    Out, Pair = dynamo_backend._Out, collections.namedtuple('Pair', 'a b')
+    spec = (Out(1), [Out(0), None, 3], {'k': Out(2), 'fixed': 'x'}, Pair(Out(0), 7), (), torch.Size([2, 3]),
+            torch.return_types.max([Out(2), Out(1)]))
+    outs = [torch.zeros(1), torch.ones(2), torch.full((3,), 2.0)]
+    build = dynamo_backend._structure_builder(spec)
+    got = build(outs)
+    want = map_structure(spec, lambda leaf: outs[leaf.index] if isinstance(leaf, Out) else leaf)
+    assert type(got) is type(want) and len(got) == len(want)
+    for g, w in zip(got, want):
+        assert type(g) is type(w) and repr(g) == repr(w)
+    assert got[1] is not build(outs)[1]  # a new list at each call
+    assert build([torch.zeros(1)] * 3)[0] is not got[0] and dynamo_backend._structure_builder(Out(2))(outs) is outs[2]

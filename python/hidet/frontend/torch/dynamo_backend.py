@@ -12,8 +12,9 @@ import contextlib
 import itertools
 import json
 import logging
+import operator
 import os
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import torch
 import torch.fx
@@ -106,7 +107,8 @@ class _Out:
 
 
 class _Compiled:
-    """One input signature's build: which outputs come from the CompiledGraph and which are fixed."""
+    """One input signature's build: which outputs come from the CompiledGraph and which are fixed; and, fixed
+    by the signature too, the graph's device and which inputs move to it (so a call need not look again)."""
 
     def __init__(self, runner, out_spec, num_graph_outputs: int, flow_graph=None, compiled_graph=None):
         self.runner = runner              # callable(list of torch tensors) → list of torch tensors
@@ -114,6 +116,44 @@ class _Compiled:
         self.num_graph_outputs = num_graph_outputs
         self.flow_graph = flow_graph
         self.compiled_graph = compiled_graph
+        self.device: Optional[torch.device] = None
+        self.moves: List[Optional[bool]] = []  # per real input: None (not a tensor), moves to the device or not
+        self.outputs = _structure_builder(out_spec)  # callable(graph outputs) → the output structure
+
+
+def _structure_builder(spec) -> Callable[[list], Any]:
+    """A callable building ``spec`` (an output structure with _Out leaves) from the graph's outputs: the walk of
+    map_structure done once, at build time, not at every call."""
+    if isinstance(spec, _Out):
+        return operator.itemgetter(spec.index)
+    if isinstance(spec, torch.Size) or not isinstance(spec, (list, tuple, dict)):
+        return lambda outs: spec  # (a fixed leaf; containers are built anew at each call, as map_structure does)
+    if isinstance(spec, dict):
+        parts = [(k, _structure_builder(v)) for k, v in spec.items()]
+        kind = type(spec)
+        return lambda outs: kind((k, part(outs)) for k, part in parts)
+    parts = [_structure_builder(v) for v in spec]
+    if spec and all(isinstance(v, _Out) for v in spec):  # (the common case: a flat tuple or list of outputs)
+        getter = operator.itemgetter(*[v.index for v in spec])
+        items = (lambda outs: list(getter(outs))) if len(spec) > 1 else (lambda outs: [getter(outs)])
+    else:
+        items = lambda outs: [part(outs) for part in parts]  # noqa: E731
+    if isinstance(spec, list):
+        return items
+    if hasattr(spec, '_fields'):  # namedtuple
+        kind = type(spec)
+        return lambda outs: kind(*items(outs))
+    kind = type(spec)
+
+    def build(outs):
+        values = items(outs)
+        try:
+            return kind(values)
+        except TypeError:  # (as map_structure: a tuple type that takes no sequence)
+            return tuple(values)
+
+    return build
+
 
 
 class CompiledFx:
@@ -191,7 +231,11 @@ class CompiledFx:
     def prepare(self, args: Sequence[Any]) -> _Compiled:
         key = self._key(args)
         if key not in self._cache:
-            self._cache[key] = self._build(args)
+            compiled = self._build(args)
+            compiled.device = self._device(args)
+            compiled.moves = [self._joins(a, compiled.device) if isinstance(a, torch.Tensor) else None
+                              for a in self._inputs(args)]
+            self._cache[key] = compiled
         return self._cache[key]
 
     def optimized_graph(self, args: Sequence[Any], times: Optional[logs.StageTimes] = None):
@@ -287,11 +331,11 @@ class CompiledFx:
     # ------------------------------------------------------------------ running
     def __call__(self, *args):
         compiled = self._cache.get(self._key(args)) or self.prepare(args)
-        device = self._device(args)
-        inputs = [_contiguous(a.to(device) if self._joins(a, device) else a)
-                  for a in self._inputs(args) if isinstance(a, torch.Tensor)]
+        device = compiled.device
+        inputs = [_contiguous(a.to(device) if move else a)
+                  for a, move in zip(self._inputs(args), compiled.moves) if move is not None]
         outs = compiled.runner(inputs) if compiled.num_graph_outputs else []
-        return map_structure(compiled.out_spec, lambda leaf: outs[leaf.index] if isinstance(leaf, _Out) else leaf)
+        return compiled.outputs(outs)
 
     @property
     def compiled_graphs(self) -> List[Any]:
