@@ -168,9 +168,9 @@ def wg_cost_us(spec: GemmSpec, bm: int, bn: int, split: int, sms: int) -> float:
 
 def _wg_dense_default(spec: GemmSpec, sms: int) -> MmaConfig:
     """128 x 256 tiles for a large GEMM (LARGE_TILES_MIN_WAVE), else the tile shape and split-k of least modelled
-    time (wg_cost_us; larger tiles first among equals), in 4
-    stages (64 x 64 tiles: WG_SMALL_TILE_STAGES), copied by TMA where it can (e.g. 128 x 3072 x 768: 64 x 64 tiles,
-    96 blocks, 4.7 µs against 8.1 for 64 x 128 split 2; 128 x 768 x 3072: 64 x 64 split 4)."""
+    time (wg_cost_us; larger tiles first among equals); 4 stages (64 x 64 tiles: WG_SMALL_TILE_STAGES), copied by
+    TMA where it can (e.g. 128 x 3072 x 768: 64 x 64 tiles, 96 blocks, 4.7 µs against 8.1 for 64 x 128 split 2;
+    128 x 768 x 3072: 64 x 64 split 4)."""
     best = None
     if _fits(spec, 128, 256) and _tiles(spec, 128, 256) >= LARGE_TILES_MIN_WAVE * sms:
         best = (0.0, 128, 256, 256, 1)  # a large GEMM (see LARGE_TILES_MIN_WAVE)
