@@ -1,14 +1,15 @@
 """``hidet bench``: latency of hidet against torch eager and inductor, measured in one run.
 
-Latency is the median over repeats, timed with CUDA events on torch's current stream (on the
-CPU: wall clock), the repeats of the backends interleaved in rounds (_interleaved_medians). Compile time is
-the first call's (hidet: optimize + build; inductor: the first torch.compile call). Ratios > 1 mean hidet is
-faster. Baselines: ``eager``; ``inductor`` (torch.compile's default mode, no CUDA graphs), ``inductor-ro`` (reduce-overhead: CUDA graphs, the baseline of hidet's default,
-which replays CUDA graphs too) and ``inductor-ma`` (max-autotune, the baseline of a tuned hidet). ``--profile``
-prints each backend's kernels of one call from torch.profiler (time per call, launches, share; on the GPU also how
-much of the latency lies outside them: the host's work and the GPU idle between launches). Each backend's
-first result is checked against float32 (``hidet.cli.accuracy``): a hidet result less accurate than eager's
-beyond the dtype's tolerance fails the command (exit 1, the reason on stderr) after printing the table.
+Latency is the median over repeats, timed with CUDA events on torch's current stream (on the CPU: wall clock), the
+repeats of the backends interleaved in rounds (_interleaved_medians). Compile time is the first call's (hidet:
+optimize + build; inductor: the first torch.compile call). Ratios > 1 mean hidet is faster. Baselines: ``eager``;
+``inductor`` (torch.compile's default mode, no CUDA graphs), ``inductor-ro`` (reduce-overhead: CUDA graphs, the
+baseline of hidet's default, which replays CUDA graphs too) and ``inductor-ma`` (max-autotune, the baseline of a
+tuned hidet). ``--profile`` prints each backend's kernels of one call from torch.profiler (time per call, launches,
+share; on the GPU also how much of the latency lies outside them: the host's work and the GPU idle between
+launches). Each backend's first result is checked against float32 (``hidet.cli.accuracy``): a hidet result less
+accurate than eager's beyond the dtype's tolerance fails the command (exit 1, the reason on stderr) after printing
+the table.
 ``hidet bench suite`` (suite.py) runs ``bench model`` over a list of models.
 """
 from __future__ import annotations
