@@ -97,6 +97,35 @@ def test_bench_profile_and_default_backends(capsys):
     assert 'hidet speed-up over it' in out
 
 
+def test_bench_cold_compiles_from_empty_caches(monkeypatch, tmp_path, capsys):
+    # --cold: hidet's kernels build into a fresh cache (the process's own gets nothing), inductor and Triton get
+    # fresh directories too, and everything is as it was afterwards
+    import os
+
+    from hidet.cli import bench
+
+    seen = []
+    original = bench._run
+
+    def spy(args):
+        seen.append((hidet.option.get_cache_dir(), os.environ.get('TORCHINDUCTOR_CACHE_DIR'),
+                     os.environ.get('TRITON_CACHE_DIR')))
+        return original(args)
+
+    monkeypatch.setattr(bench, '_run', spy)
+    monkeypatch.delenv('TRITON_CACHE_DIR', raising=False)
+    with hidet.option.context(cache_dir=str(tmp_path)):
+        before = os.environ.get('TORCHINDUCTOR_CACHE_DIR')
+        rc = main(['bench', 'matmul', '12', '8', '4', '--device', 'cpu', '--dtype', 'f32', '--backends', 'hidet',
+                   '--warmup', '1', '--repeat', '2', '--cold'])
+        assert hidet.option.get_cache_dir() == str(tmp_path) and os.environ.get('TORCHINDUCTOR_CACHE_DIR') == before
+    assert rc == 0 and len(seen) == 1
+    cache, inductor, triton = seen[0]
+    assert 'hidet-bench-cold-' in cache and not os.path.exists(cache)  # (a temporary directory, removed after)
+    assert 'hidet-bench-cold-' in inductor and 'hidet-bench-cold-' in triton
+    assert not (tmp_path / 'kernels').exists() and 'TRITON_CACHE_DIR' not in os.environ
+
+
 def test_bench_interleaves_the_backends_in_rounds():
     # each backend's repeats come in rounds, the backends in turn, so a drift during the run meets them alike
     from hidet.cli import bench

@@ -15,10 +15,13 @@ the table.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import copy
 import json
+import os
 import statistics
 import sys
+import tempfile
 import time
 from typing import Callable, Dict, List, Optional, Tuple
 
@@ -53,6 +56,9 @@ def add_parser(sub) -> None:
         p.add_argument('--json', action='store_true', help='also print the results as one JSON line')
         p.add_argument('--tf32', action='store_true',
                        help='float32 on TF32 tensor cores: hidet with use_tensor_core, torch with allow_tf32')
+        p.add_argument('--cold', action='store_true',
+                       help="compile from empty caches: hidet's kernel cache (its precompiled header too), "
+                            "inductor's and Triton's, each in a fresh temporary directory (cold against cold)")
         p.set_defaults(func=run)
 
     p = kinds.add_parser('matmul', help='C[M, N] = A[M, K] @ B[K, N]',
@@ -247,6 +253,36 @@ def _backends(args) -> List[str]:
 
 
 def run(args) -> int:
+    if not getattr(args, 'cold', False):
+        return _run(args)
+    with tempfile.TemporaryDirectory(prefix='hidet-bench-cold-') as root, _cold_caches(root):
+        return _run(args)
+
+
+@contextlib.contextmanager
+def _cold_caches(root: str):
+    """Every compiler's on-disk cache in a fresh directory under ``root`` while the block runs: hidet's kernels
+    (the options' cache_dir), inductor's (TORCHINDUCTOR_CACHE_DIR) and Triton's (TRITON_CACHE_DIR); restored
+    after. In-process memos start empty too, a ``hidet bench`` being its own process; two inductor baselines of
+    one run share torch's in-process caches, so only the first of them compiles cold."""
+    saved = {name: os.environ.get(name) for name in _COLD_ENV}
+    for name, sub in _COLD_ENV.items():
+        os.environ[name] = os.path.join(root, sub)
+    try:
+        with hidet.option.context(cache_dir=os.path.join(root, 'hidet')):
+            yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
+_COLD_ENV = {'TORCHINDUCTOR_CACHE_DIR': 'inductor', 'TRITON_CACHE_DIR': 'triton'}
+
+
+def _run(args) -> int:
     import torch
     from tabulate import tabulate
 
