@@ -155,7 +155,6 @@ def _structure_builder(spec) -> Callable[[list], Any]:
     return build
 
 
-
 class CompiledFx:
     """The callable handed back to dynamo: ``compiled(*args)`` takes the placeholders' values (model
     state included) and returns the fx graph's output structure of torch tensors."""
