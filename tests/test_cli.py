@@ -140,6 +140,25 @@ def test_bench_interleaves_the_backends_in_rounds():
     assert blocks == ['hidet', 'inductor-ro'] * bench.ROUNDS  # 12 repeats in 5 rounds: 3, 3, 2, 2, 2
 
 
+def test_bench_suite_passes_mode_and_cold_to_each_model(monkeypatch, tmp_path):
+    # the tuned comparison (--mode max-autotune against inductor-ma) and cold compiles, model by model
+    import subprocess as sp
+
+    from hidet.cli import suite
+
+    commands = []
+
+    def fake_run(cmd, **kwargs):
+        commands.append(cmd)
+        return sp.CompletedProcess(cmd, 0, stdout='JSON {"results": {}}\n', stderr='')
+
+    monkeypatch.setattr(suite.subprocess, 'run', fake_run)
+    assert main(['bench', 'suite', '--models', 'resnet18', '--device', 'cpu', '--backends', 'hidet,inductor-ma',
+                 '--mode', 'max-autotune', '--cold', '--out', str(tmp_path / 's')]) == 0
+    (cmd,) = [c for c in commands if 'bench' in c]
+    assert cmd[cmd.index('--mode') + 1] == 'max-autotune' and '--cold' in cmd and 'resnet18' in cmd
+
+
 def test_bench_help_shows_the_baselines(capsys):
     with pytest.raises(SystemExit):
         main(['bench', 'model', '--help'])
@@ -176,9 +195,12 @@ def test_bench_suite_table_resume_and_errors(tmp_path, monkeypatch, capsys):
     assert '| geometric mean |' in text and '2.83x' in text  # sqrt(2 * 4)
     saved = json.load(open(os.path.join(out, 'results.json')))
     assert set(saved['models']) == {'a', 'broken', 'b'}
-    # another setup in the same directory is refused rather than mixed in
+    # another setup in the same directory is refused rather than mixed in (a tuned or cold run too)
     with pytest.raises(SystemExit, match='another setup'):
         main(['bench', 'suite', '--models', 'a', '--device', 'cpu', '--batch', '8', '--out', out])
+    with pytest.raises(SystemExit, match='another setup'):
+        main(['bench', 'suite', '--models', 'a', '--device', 'cpu', '--backends', 'hidet,eager', '--out', out,
+              '--mode', 'max-autotune'])
     png = os.path.join(out, 'chart.png')
     try:
         import matplotlib  # noqa: F401

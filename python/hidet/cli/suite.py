@@ -36,6 +36,11 @@ def add_parser(kinds) -> None:
     p.add_argument('--timeout', type=int, default=600, help='seconds per model, all backends (default: 600)')
     p.add_argument('--out', default=None, help='the directory to write (default: hidet-bench-<date>)')
     p.add_argument('--fresh', action='store_true', help='measure every model again instead of resuming')
+    p.add_argument('--mode', default=None,
+                   help="torch.compile mode for hidet, as hidet bench model (max-autotune: search space 2; pair it "
+                        "with --backends hidet,inductor-ma for the tuned comparison)")
+    p.add_argument('--cold', action='store_true',
+                   help='each model compiles from empty caches, as hidet bench model --cold (cold against cold)')
     p.set_defaults(func=run)
 
 
@@ -45,6 +50,10 @@ def _bench(name: str, args) -> dict:
            '--device', args.device, '--json', '--repeat', str(args.repeat)]
     if args.backends:
         cmd += ['--backends', args.backends]
+    if getattr(args, 'mode', None):
+        cmd += ['--mode', args.mode]
+    if getattr(args, 'cold', False):
+        cmd += ['--cold']
     t0 = time.perf_counter()
     try:
         done = subprocess.run(cmd, capture_output=True, text=True, timeout=args.timeout)
@@ -177,8 +186,14 @@ def run(args) -> int:
 
 
 def _setup(args) -> dict:
-    return {'dtype': args.dtype, 'batch': args.batch, 'device': args.device, 'backends': args.backends,
-            'repeat': args.repeat}
+    setup = {'dtype': args.dtype, 'batch': args.batch, 'device': args.device, 'backends': args.backends,
+             'repeat': args.repeat}
+    # (only when set: a directory of a run without them resumes as before)
+    if getattr(args, 'mode', None):
+        setup['mode'] = args.mode
+    if getattr(args, 'cold', False):
+        setup['cold'] = True
+    return setup
 
 
 def _machine(device: str) -> str:
