@@ -349,6 +349,8 @@ class CodeGen:
                 scalars = {id(p) for p in f.params if p.type is None and p.dtype.name in _SIGNED_INTS}
                 body = self.kernel_body(f, scalars)
                 params = ', '.join([params] * bool(params) + self.kernel_params(f))
+            if f.cluster:
+                bounds += f'__cluster_dims__({", ".join(str(c) for c in f.cluster)}) '
             head = f'__global__ void {bounds}{f.name}({params})'
         elif f.kind == 'cuda_device':
             head = f'__device__ __forceinline__ {ret} {f.name}({params})'
