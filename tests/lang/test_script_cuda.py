@@ -17,7 +17,8 @@ from hidet.lang.cuda import (activemask, atomic_add, atomic_cas, atomic_exchange
                              syncthreads_count, syncthreads_or, syncwarp, threadfence, threadfence_block, threadIdx,
                              fence_proxy_async, wgmma, wgmma_commit_group, wgmma_fence, wgmma_wait_group,
                              fence_mbarrier_init, mbarrier_arrive_expect_tx, mbarrier_init, mbarrier_wait,
-                             named_barrier_sync, tensor_map, tma_load_im2col)
+                             named_barrier_sync, tensor_map, tma_load_im2col, cluster_load_f32x4, cluster_rank,
+                             cluster_sync)
 from hidet.ir.type import Im2col
 
 
@@ -283,6 +284,38 @@ def im2col_module(shape, lower, upper, strides, pixels: int, coords, offsets):
     return script_module
 
 
+def cluster_exchange_module(size: int = 4):
+    """Clusters of ``size`` CTAs (sm_90): CTA r of a cluster writes 4 floats (block, rank, 2 * rank, 3) to its
+    shared memory; after cluster_sync each reads every CTA of its cluster's by DSMEM and writes the sums."""
+    with hidet.script_module() as script_module:
+        @hidet.script
+        def cluster_exchange(out: f32[blocks, 4], blocks: i32):
+            attr.cuda_grid_dim = blocks
+            attr.cuda_block_dim = 32
+            attr.cuda_cluster_dim = size
+            s = shared_tensor(f32, [4])
+            rank = cluster_rank()
+            if threadIdx.x == 0:
+                s[0] = cast(blockIdx.x, f32)
+                s[1] = cast(rank, f32)
+                s[2] = cast(rank * 2, f32)
+                s[3] = 3.0
+            cluster_sync()
+            if threadIdx.x == 0:
+                part = register_tensor(f32, [4])
+                total = register_tensor(f32, [4])
+                for e in range(4):
+                    total[e] = 0.0
+                for peer in range(size):
+                    cluster_load_f32x4(~part[0], ~s[0], peer)
+                    for e in range(4):
+                        total[e] += part[e]
+                for e in range(4):
+                    out[blockIdx.x, e] = total[e]
+            cluster_sync()  # (no CTA leaves while another may read its shared memory)
+    return script_module
+
+
 def im2col_reference(x, lower, upper, strides, pixels, coords, offsets):
     """What TMA's im2col mode copies: the window origins of the bounding box (w, then h, then n, by the
     traversal strides) from ``coords`` on, each shifted by ``offsets``, 64 channels from c; zeros outside x."""
@@ -350,6 +383,13 @@ def test_tma_im2col_script_compiles_for_sm90(case):
         built = im2col_module(*IM2COL_CASES[case]).build()
     assert 'hidet::lang::tma_load_im2col(' in built.source and 'make_im2col_tensor_map<__half>' in built.source
     assert [name for name, _, _ in built['im2col_copy'].params] == ['x', 'out']  # (the launch builds the map)
+
+
+def test_cluster_script_compiles_for_sm90():
+    _nvcc_or_skip()
+    with hidet.option.context(cuda_arch='sm_90'):
+        built = cluster_exchange_module().build()
+    assert '__cluster_dims__(4) ' in built.source and 'hidet::lang::cluster_load_f32x4(' in built.source
 
 
 def test_tensor_map_parameters_in_any_order():
@@ -567,6 +607,20 @@ def test_tma_im2col_copies_windows(case):
     im2col_module(*IM2COL_CASES[case]).build()(x, out)
     expected = im2col_reference(x, lower, upper, strides, pixels, coords, offsets)
     assert torch.equal(out, expected), _im2col_diagnosis(x, out, IM2COL_CASES[case])
+
+
+@pytest.mark.cuda
+def test_clusters_share_shared_memory():
+    """Each CTA of a cluster reads all its cluster's shared memory (DSMEM): the sums of blocks and ranks."""
+    if torch.cuda.get_device_capability()[0] < 9:
+        pytest.skip('thread-block clusters need an sm_90 GPU')
+    blocks = 16
+    out = torch.full((blocks, 4), float('nan'), device='cuda')
+    cluster_exchange_module(4).build()(out, blocks)
+    first = torch.arange(blocks, device='cuda') // 4 * 4  # each block's cluster's first block
+    expected = torch.stack([first * 4 + 6, torch.full_like(first, 6), torch.full_like(first, 12),
+                            torch.full_like(first, 12)], 1).float()
+    assert torch.equal(out, expected), out
 
 
 def _im2col_diagnosis(x, out, case) -> str:

@@ -349,6 +349,8 @@ class CodeGen:
                 scalars = {id(p) for p in f.params if p.type is None and p.dtype.name in _SIGNED_INTS}
                 body = self.kernel_body(f, scalars)
                 params = ', '.join([params] * bool(params) + self.kernel_params(f))
+            if f.cluster:
+                bounds += f'__cluster_dims__({", ".join(str(c) for c in f.cluster)}) '
             head = f'__global__ void {bounds}{f.name}({params})'
         elif f.kind == 'cuda_device':
             head = f'__device__ __forceinline__ {ret} {f.name}({params})'
@@ -363,10 +365,16 @@ class CodeGen:
         return [head + ' {'] + (self.stmt(f.body, 1) if body is None else body) + ['}', '']
 
 
+def _output_buffers(f: Function, module: IRModule, index: int) -> List[int]:
+    """The buffers of ``f``'s output parameters (after the inputs): output ``index`` of the module, or those
+    ``f.outputs`` names (a kernel writing several)."""
+    return [module.num_inputs + o for o in (f.outputs if f.outputs is not None else (index,))]
+
+
 def _launch_call(gen: CodeGen, f: Function, module: IRModule, index: int) -> List[str]:
     args = [f'({gen.storage_type(p.dtype)}*)buffers[{i}]' for i, p in enumerate(f.params[:module.num_inputs])]
-    out = f.params[-1]
-    args.append(f'({gen.storage_type(out.dtype)}*)buffers[{module.num_inputs + index}]')
+    for p, b in zip(f.params[module.num_inputs:], _output_buffers(f, module, index)):
+        args.append(f'({gen.storage_type(p.dtype)}*)buffers[{b}]')
     args += [f'sym_{s}' for s in module.symbols] + gen.divisor_args(f)
     if f.kind == 'cpu':
         return [f'  {f.name}({", ".join(args)});']
@@ -382,8 +390,10 @@ def _guarded_launch(gen: CodeGen, f: Function, module: IRModule, index: int) -> 
     if f.fallback is None:
         return _launch_call(gen, f, module, index)
 
+    outputs = _output_buffers(f, module, index)
+
     def buffer(param: int) -> int:
-        return param if param < module.num_inputs else module.num_inputs + index
+        return param if param < module.num_inputs else outputs[param - module.num_inputs]
 
     conds = ' && '.join(f'hidet::is_aligned(buffers[{buffer(p)}], {nbytes})' for p, nbytes in f.aligned)
     indent = lambda lines: ['  ' + line for line in lines]  # noqa: E731

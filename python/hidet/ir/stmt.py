@@ -101,6 +101,8 @@ class Function:
     # aligned: ``aligned`` lists (parameter index, bytes); otherwise the launcher runs ``fallback``.
     aligned: Tuple[Tuple[int, int], ...] = ()
     fallback: Optional['Function'] = None
+    cluster: Tuple[int, ...] = ()  # a cuda_kernel's thread-block cluster (sm_90: __cluster_dims__), none if empty
+    outputs: Optional[Tuple[int, ...]] = None  # the module's outputs a kernel writes (None: the one of its position)
 
     def __init__(self, name: str, params: Sequence[Var], body: Stmt, kind: str,
                  grid: Tuple[int, ...] = (1,), block: Tuple[int, ...] = (1,), ret_type=None, dynamic_smem=0):

@@ -5,6 +5,7 @@
     attr.cuda_grid_dim = (m + 31) // 32, (n + 31) // 32   # int, expression of scalar params, or 1-3 of them
     attr.cuda_block_dim = 32, 32
     attr.cuda_dynamic_smem_bytes = 4 * 1024
+    attr.cuda_cluster_dim = 1, 4            # sm_90 thread-block clusters (ints; the grid a multiple of them)
 
 ``attr.cuda.grid_dim`` / ``attr.cuda.block_dim`` / ``attr.cuda.dynamic_smem_bytes`` are the same names.
 The assignments are read by the transpiler (hidet/lang/transpiler.py); at run time of Python the object
@@ -12,7 +13,7 @@ does nothing.
 """
 from __future__ import annotations
 
-NAMES = ('func_kind', 'func_name', 'cuda_grid_dim', 'cuda_block_dim', 'cuda_dynamic_smem_bytes')
+NAMES = ('func_kind', 'func_name', 'cuda_grid_dim', 'cuda_block_dim', 'cuda_dynamic_smem_bytes', 'cuda_cluster_dim')
 
 
 class AttrNamespace:

@@ -22,7 +22,8 @@ __all__ = ['threadIdx', 'blockIdx', 'blockDim', 'gridDim', 'warp_size', 'syncthr
            'register_tensor', 'dynamic_shared_memory', 'cp_async', 'cp_async_commit_group', 'cp_async_wait_group',
            'cp_async_wait_all', 'ldmatrix', 'mma_sync', 'wgmma', 'wgmma_fence', 'wgmma_commit_group',
            'wgmma_wait_group', 'fence_proxy_async', 'mbarrier_init', 'fence_mbarrier_init', 'mbarrier_arrive',
-           'mbarrier_arrive_expect_tx', 'mbarrier_wait', 'tma_load']
+           'mbarrier_arrive_expect_tx', 'mbarrier_wait', 'tma_load', 'cluster_rank', 'cluster_sync',
+           'cluster_load_f32x4']
 
 warp_size = 32
 FULL_MASK = 0xFFFFFFFF
@@ -78,6 +79,26 @@ def named_barrier_sync(barrier: int, threads: int):
         raise ValueError(f'named_barrier_sync: barrier must be 1 to 15 and threads a positive multiple of 32, got '
                          f'{barrier} and {threads}')
     return PrimCall('cuda_named_barrier_sync', [], void, {'barrier': barrier, 'threads': threads})
+
+
+def cluster_rank():
+    """This CTA's rank in its thread-block cluster (sm_90; ``attr.cuda_cluster_dim``)."""
+    return PrimCall('cuda_cluster_rank', [], int32)
+
+
+def cluster_sync():
+    """Every thread of every CTA of the cluster arrives, then waits for the others; shared-memory writes before it
+    are seen by reads after it anywhere in the cluster (sm_90). A thread that exited does not arrive: every thread
+    of the cluster calls it the same number of times."""
+    return PrimCall('cuda_cluster_sync', [], void)
+
+
+def cluster_load_f32x4(dst, src, rank):
+    """Copy 4 floats of cluster CTA ``rank``'s shared memory, at the offset ``src`` (this CTA's shared float32
+    memory, 16-byte aligned) has in this CTA's, to ``dst`` (sm_90: distributed shared memory)."""
+    return PrimCall('cuda_cluster_load_f32x4', [as_pointer(dst, 'cluster_load_f32x4: dst'),
+                                                as_pointer(src, 'cluster_load_f32x4: src'),
+                                                _scalar(rank, 'the rank')], void)
 
 
 def syncthreads_count(pred):

@@ -207,7 +207,8 @@ class Transpiler(StmtTranslator, ExprTranslator):
             ret = PointerType(ret.dtype)
 
         kind = self.attrs.get('func_kind')
-        launch = [k for k in ('cuda_grid_dim', 'cuda_block_dim', 'cuda_dynamic_smem_bytes') if k in self.attrs]
+        launch = [k for k in ('cuda_grid_dim', 'cuda_block_dim', 'cuda_dynamic_smem_bytes', 'cuda_cluster_dim')
+                  if k in self.attrs]
         uses_cuda = self.uses_cuda(body)
         if kind is None:
             kind = 'cuda_kernel' if launch else 'cuda_device' if uses_cuda else None
@@ -239,6 +240,12 @@ class Transpiler(StmtTranslator, ExprTranslator):
             if parallel:
                 raise self.error(fdef, "parallel loops (grid(..., attrs='p')) are for CPU functions")
         f = Function(name, self.params, body, kind, grid=grid, block=block, ret_type=ret, dynamic_smem=smem)
+        if 'cuda_cluster_dim' in self.attrs:
+            cluster = self.launch_dims('cuda_cluster_dim')
+            if not all(isinstance(c, int) and c >= 1 for c in cluster):
+                raise self.error(self.attr_node('cuda_cluster_dim'), 'attr.cuda_cluster_dim takes positive ints, got '
+                                                                     f'{cluster}')
+            f.cluster = cluster
         return f
 
     def attr_node(self, key: str):

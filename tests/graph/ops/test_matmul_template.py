@@ -513,6 +513,9 @@ def test_wgmma_sources_compile_with_nvcc():
             assert ('named_barrier_sync<1, ' in sources[-1]) == cfg.tma
             assert f'__launch_bounds__({cfg.threads + 32 if cfg.tma else cfg.threads})' in sources[-1]
         assert all('hidet::lang::tma_load_im2col(' in sources[i] for i in (-2, -1))
+        # split-k: the split blocks of a tile are one cluster summing through shared memory, no workspace
+        assert '__cluster_dims__(1, 2, 1)' in sources[1] and 'hidet_mm_workspace' not in sources[1]
+        assert 'hidet::lang::cluster_load_f32x4(' in sources[1]
         paths = build_libraries([(s, 'cuda', 'matmul-template-test') for s in sources])
     assert all(os.path.exists(p) for p in paths)
 

@@ -320,3 +320,48 @@ def test_merge_sibling_matmuls_with_their_biases():
     for before, after in ((g, merged), (mixed, plain)):
         for u, v in zip(before(a), after(a)):
             np.testing.assert_allclose(u.numpy(), v.numpy(), rtol=1e-5, atol=1e-5)
+
+
+def _present_copies(qkvs):
+    """GPT-2's present keys and values of each QKV projection: copies that only leave the graph."""
+    outs = []
+    for qkv in qkvs:
+        for off in (768, 1536):
+            head = ops.strided_slice(ops.reshape(qkv, [1, 128, 2304]), [off], [off + 768], [2])
+            outs.append(ops.permute(ops.reshape(head, [1, 128, 12, 64]), [0, 2, 1, 3]))
+    return outs
+
+
+def test_output_only_copies_run_as_one_kernel():
+    # kernels whose one output only leaves the graph, of one shape and dtype, become one operator, and the
+    # auto-scheduler computes all its outputs in one kernel (one launch for GPT-2's 24 present copies)
+    from hidet.graph.transforms.batch_output_copies import BatchedOperator
+    from hidet.ir.schedulers import schedule_task
+
+    qkvs = [hidet.symbol([128, 2304], 'float16', 'cuda') for _ in range(3)]
+    kept = ops.permute(ops.reshape(qkvs[0], [128, 36, 64]), [1, 0, 2])  # read by another kernel: not batched
+    outs = _present_copies(qkvs) + [kept, ops.sum(kept, 0)]
+    g = hidet.graph.optimize(hidet.trace_from(outs, qkvs))
+    batched = [n for n in g.nodes if isinstance(n, BatchedOperator)]
+    assert len(batched) == 1 and len(batched[0].outputs) == 6 and len(batched[0].inputs) == 3
+    assert [next(i for i, o in enumerate(g.outputs) if o is t) for t in batched[0].outputs] == list(range(6))
+    module = schedule_task(batched[0].task, 'cuda')
+    (kernel,) = module.functions
+    assert kernel.outputs == tuple(range(6)) and kernel.fallback.outputs == kernel.outputs
+
+
+@pytest.mark.cuda
+def test_output_only_copies_compute_like_torch():
+    qkvs = [hidet.symbol([128, 2304], 'float16', 'cuda') for _ in range(3)]
+    g = hidet.graph.optimize(hidet.trace_from(_present_copies(qkvs), qkvs))
+    values = [torch.randn(128, 2304, device='cuda').half() for _ in range(3)]
+    got = g(*[hidet.from_torch(v) for v in values])
+    for i, v in enumerate(values):
+        for j, off in enumerate((768, 1536)):
+            want = v.view(1, 128, 2304)[:, :, off:off + 768].reshape(1, 128, 12, 64).permute(0, 2, 1, 3)
+            assert torch.equal(got[2 * i + j].torch(), want)
+    offset = torch.zeros(1, device='cuda').half()  # an unaligned view: the scalar kernel
+    odd = [torch.cat([offset, v.flatten()])[1:].view(128, 2304) for v in values]
+    got = g(*[hidet.from_torch(v) for v in odd])
+    want = odd[2].view(1, 128, 2304)[:, :, 1536:].reshape(1, 128, 12, 64).permute(0, 2, 1, 3)
+    assert torch.equal(got[5].torch(), want)

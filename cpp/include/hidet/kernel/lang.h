@@ -288,6 +288,25 @@ __device__ __forceinline__ void tma_load(void* dst, const CUtensorMap* map, uint
       : "memory");
 }
 
+// ---- thread-block clusters (sm_90): the CTAs of a cluster (the kernel's __cluster_dims__) share their shared
+// memory (DSMEM). cluster_sync: every thread of every CTA of the cluster arrives, then waits for the others (release /
+// acquire: shared-memory writes before it are seen by reads after it, across the cluster).
+__device__ __forceinline__ uint32_t cluster_rank() {
+  uint32_t rank;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(rank));
+  return rank;
+}
+__device__ __forceinline__ void cluster_sync() {
+  asm volatile("barrier.cluster.arrive.release;\nbarrier.cluster.wait.acquire;\n" ::: "memory");
+}
+// 4 floats of CTA `rank`'s shared memory at the offset that `src` has in this CTA's (16-byte aligned).
+__device__ __forceinline__ void cluster_load_f32x4(float* dst, const float* src, uint32_t rank) {
+  uint32_t remote;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(remote) : "r"(shared_address(src)), "r"(rank));
+  asm volatile("ld.shared::cluster.v4.f32 {%0, %1, %2, %3}, [%4];\n"
+               : "=f"(dst[0]), "=f"(dst[1]), "=f"(dst[2]), "=f"(dst[3]) : "r"(remote) : "memory");
+}
+
 // TMA im2col mode: a column of pixels of a channels-last [n, h, w, c] tensor map (cuTensorMapEncodeIm2col)
 // from window origin (c, w, h, n), every pixel shifted by the window offsets (ow, oh).
 __device__ __forceinline__ void tma_load_im2col(void* dst, const CUtensorMap* map, uint64_t* bar, int c, int w, int h,

@@ -15,6 +15,7 @@ from hidet.graph.transforms import pass_context
 from hidet.graph.transforms.annotate_kernel_options import AnnotateKernelOptions
 from hidet.graph.transforms.attention_views import AttentionViews
 from hidet.graph.transforms.base import GraphPass, rewrite_graph
+from hidet.graph.transforms.batch_output_copies import BatchOutputCopies
 from hidet.graph.transforms.channels_last import ChannelsLast
 from hidet.graph.transforms.convert_precision import ConvertPrecision
 from hidet.graph.transforms.convert_reduce_precision import ConvertReducePrecision
@@ -37,7 +38,7 @@ def default_passes() -> List[GraphPass]:
     # again after the precision conversion has cast them, and once more for the weights channels_last permutes
     return [FoldConstants(), FoldConvBatchNorm(), ConvertPrecision(), ConvertReducePrecision(), FoldConstants(),
             SimplifyTransforms(), ChannelsLast(), FoldConstants(), SimplifyTransforms(), MergeSiblingMatmuls(),
-            EliminateCommonSubexpressions(), FuseAttention(), AttentionViews(), FuseOperators(),
+            EliminateCommonSubexpressions(), FuseAttention(), AttentionViews(), FuseOperators(), BatchOutputCopies(),
             AnnotateKernelOptions()]
 
 

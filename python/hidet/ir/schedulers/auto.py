@@ -1,6 +1,7 @@
 """The auto-scheduler: any injective or reduction Task → an IRModule for the CPU or CUDA.
 
-Each output becomes one kernel. Reads of intermediate (computed) tensors are inlined, so the kernel
+Each output becomes one kernel (on CUDA, several injective outputs of one shape: one kernel for all,
+batch_output_copies.py). Reads of intermediate (computed) tensors are inlined, so the kernel
 reads only the task's inputs, at flat row-major indices. A reduction is computed once per output element
 where it appears several times, and a reduction nested in another one that does not depend on the outer
 one's axes (the mean inside var's sum of squares) is computed once, before the outer loop, by the same
@@ -43,7 +44,7 @@ from hidet.ir.schedulers.analysis import depends_on, linear
 from hidet.ir.schedulers.lowering import (CUDA_BLOCK, CUDA_MAX_GRID, Lowering, flat_index, grid_size, pow2_ceil, prod,
                                           row_split, top_reduces, unflatten)
 from hidet.ir.schedulers.rows import RowLoop, conditional, reduces_over_row, row_lanes, row_threads, thread_index
-from hidet.ir.schedulers.vectorize import copy_lanes, vector_copies, vectorized_kernel
+from hidet.ir.schedulers.vectorize import copy_lanes, vector_copies, vectorized_kernel, vectorized_outputs
 from hidet.ir.stmt import Declare, For, Function, If, IRModule, Seq, Stmt, Store
 from hidet.ir.task import Task
 from hidet.ir.type import TensorType
@@ -376,6 +377,43 @@ def _output_kernel(task: Task, out: TensorNode, out_param: Var, params: Dict[int
     return _cuda_row(name, all_params, out_param, value, axes, out.shape, lowering, mode)
 
 
+def _one_kernel_for_all(task: Task) -> bool:
+    """Whether the task's outputs are several injective ones of one static shape (a batch of copies, an even
+    split): one kernel computes them all at each element, one launch."""
+    outs = task.outputs
+    if len(outs) < 2 or task.symbols() or not all(is_static(d) for d in outs[0].shape):
+        return False
+    if any(tuple(o.shape) != tuple(outs[0].shape) for o in outs):
+        return False
+    return not any(collect(inline_computes(o.definition.value), ReduceCompute) for o in outs)
+
+
+def _cuda_outputs(task: Task, out_params: List[Var], params: Dict[int, Var], name: str) -> Function:
+    """The kernel computing every output of ``task`` (_one_kernel_for_all) at each element: vectorized where all
+    outputs' reads allow it, with the scalar kernel as its fallback (unaligned buffers), else the scalar one."""
+    all_params = [params[id(t)] for t in task.inputs] + out_params
+    shape = task.outputs[0].shape
+    outputs = [(p, inline_computes(o.definition.value), o.definition.axes) for p, o in zip(out_params, task.outputs)]
+    numel = prod(shape)
+    lowering = Lowering(params)
+    n = Var('n', int64)
+    body: List[Stmt] = []
+    for out_param, value, axes in outputs:
+        element = lowering.value(_element_value(value, axes, shape, n), body, 'thread')
+        body.append(Store(out_param, n, element))
+    loop = For(n, call('hidet_global_thread_idx', dtype=int64), numel, call('hidet_global_threads', dtype=int64),
+               Seq(body))
+    scalar = Function(name, all_params, loop, 'cuda', grid=(grid_size(numel, CUDA_BLOCK),), block=(CUDA_BLOCK,))
+    scalar.outputs = tuple(range(len(out_params)))
+    vector = vectorized_outputs(name, all_params, outputs, shape, Lowering(params))
+    if vector is None:
+        return scalar
+    scalar.name = f'{name}_scalar'
+    vector.fallback = scalar
+    vector.outputs = scalar.outputs
+    return vector
+
+
 def schedule_task(task: Task, target: str) -> IRModule:
     """Lower ``task`` for ``target`` ('cpu' or 'cuda')."""
     if target not in ('cpu', 'cuda'):
@@ -384,11 +422,16 @@ def schedule_task(task: Task, target: str) -> IRModule:
     for i, t in enumerate(task.inputs):
         params[id(t)] = Var(f'in{i}', t.dtype, pointer=True)
     functions = []
+    out_params = []
     for i, out in enumerate(task.outputs):
         if out.is_input():
             raise ValueError(f'task {task.name}: output {out.name} is an input; outputs must be computed')
-        out_param = Var(f'out{i}', out.dtype, pointer=True)
-        functions.append(_output_kernel(task, out, out_param, params, target, f'{task.name}_k{i}'))
+        out_params.append(Var(f'out{i}', out.dtype, pointer=True))
+    if target == 'cuda' and _one_kernel_for_all(task):
+        functions.append(_cuda_outputs(task, out_params, params, f'{task.name}_k0'))
+    else:
+        for i, (out, out_param) in enumerate(zip(task.outputs, out_params)):
+            functions.append(_output_kernel(task, out, out_param, params, target, f'{task.name}_k{i}'))
     module = IRModule(task.name, target, functions, len(task.inputs), len(task.outputs))
     module.symbols = task.symbols()
     module.signature = task.signature()

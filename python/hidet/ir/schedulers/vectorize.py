@@ -151,15 +151,42 @@ def vectorized_kernel(name: str, params: List[Var], out_param: Var, value: Expr,
                       lowering: Lowering) -> Optional[Function]:
     """The vectorized kernel of an injective output, or None where its reads do not allow one. Symbolic
     outer dimensions are fine (the innermost extent is static): the grid then comes from the dims."""
+    return vectorized_outputs(name, params, [(out_param, value, axes)], shape, lowering)
+
+
+def vectorized_outputs(name: str, params: List[Var], outputs: List[Tuple[Var, Expr, list]], shape,
+                       lowering: Lowering) -> Optional[Function]:
+    """One vectorized kernel computing injective ``outputs`` ((parameter, value, axes) of one ``shape``) at each
+    vector of elements, in vectors of the lanes they all allow; None where a read of one does not allow any."""
     symbolic = not all(is_static(s) for s in shape)
-    if not shape or not is_static(shape[-1]) or (not symbolic and prod(shape) == 0) or collect(value, ReduceCompute):
+    if not shape or not is_static(shape[-1]) or (not symbolic and prod(shape) == 0) or \
+            any(collect(value, ReduceCompute) for _, value, _ in outputs):
         return None
-    plan = _plan(value, axes, shape, out_param.dtype.nbytes)
-    if plan is None:
+    plans = [_plan(value, axes, shape, out_param.dtype.nbytes) for out_param, value, axes in outputs]
+    if any(plan is None for plan in plans):
         return None
-    lanes, numel = plan.lanes, prod(shape)
+    lanes, numel = min(plan.lanes for plan in plans), prod(shape)
+    plans = [plan if plan.lanes == lanes else LanePlan(value, axes[-1], lanes)
+             for plan, (_, value, axes) in zip(plans, outputs)]
     q, n0, j = Var('q', int64), Var('n0', int64), Var('j', int64)
     body: List[Stmt] = [Declare(n0, q * lanes)]
+    aligned = {}
+    for plan, (out_param, _, axes) in zip(plans, outputs):
+        body += _vector_of(plan, out_param, axes, shape, n0, j, symbolic, params, lowering, aligned)
+    vectors = numel / lanes if symbolic else numel // lanes  # (lanes divides the innermost extent)
+    loop = For(q, call('hidet_global_thread_idx', dtype=int64), vectors, call('hidet_global_threads', dtype=int64),
+               Seq(body))
+    f = Function(name, params, loop, 'cuda', grid=(grid_size(vectors, CUDA_BLOCK),), block=(CUDA_BLOCK,))
+    f.aligned = tuple(sorted(aligned.items()))
+    return f
+
+
+def _vector_of(plan: LanePlan, out_param: Var, axes, shape, n0: Var, j: Var, symbolic: bool, params: List[Var],
+               lowering: Lowering, aligned: Dict[int, int]) -> List[Stmt]:
+    """The statements computing and storing one output's vector at flat index ``n0`` (its lanes by ``j``); the
+    alignment its vector accesses need into ``aligned`` (parameter position → bytes)."""
+    lanes = plan.lanes
+    body: List[Stmt] = []
     base: Dict[Var, Expr] = {}
     for d, idx in enumerate(unflatten(n0, shape)):
         if isinstance(idx, (Var, Constant)) or symbolic:  # (symbolic: whole, for merge_divmod in the reads)
@@ -179,7 +206,6 @@ def vectorized_kernel(name: str, params: List[Var], out_param: Var, value: Expr,
     lane_body: List[Stmt] = []
     lane_map: Dict[Var, Expr] = dict(base)
     lane_map[axes[-1]] = base[axes[-1]] + j
-    aligned = {}
     for v, e, _ in plan.vectors:
         aligned[params.index(lowering.params[id(e.tensor)])] = lanes * e.dtype.nbytes
         lane_var = Var(f'{v.name}_lane', e.dtype)
@@ -189,10 +215,5 @@ def vectorized_kernel(name: str, params: List[Var], out_param: Var, value: Expr,
     lane_body.append(Store(out_reg, j, lowering.loads(substitute(plan.value, lane_map))))
     body += [Declare(out_reg), For(j, 0, lanes, 1, Seq(lane_body), kind='unroll'),
              VectorCopy(out_param, n0, out_reg, 0, lanes)]
-    aligned[len(params) - 1] = lanes * out_param.dtype.nbytes
-    vectors = numel / lanes if symbolic else numel // lanes  # (lanes divides the innermost extent)
-    loop = For(q, call('hidet_global_thread_idx', dtype=int64), vectors, call('hidet_global_threads', dtype=int64),
-               Seq(body))
-    f = Function(name, params, loop, 'cuda', grid=(grid_size(vectors, CUDA_BLOCK),), block=(CUDA_BLOCK,))
-    f.aligned = tuple(sorted(aligned.items()))
-    return f
+    aligned[params.index(out_param)] = lanes * out_param.dtype.nbytes
+    return body

@@ -24,8 +24,11 @@ A block computes a BM x BN tile of C (its warps WM x WN tiles each) over its sha
   completed); the warpgroups wait on a stage's "full" mbarrier, never for each other. (On the H100 this beat
   thread 0 of the block issuing the copies between block barriers on 20 of 29 tile shapes of resnet50's 3x3
   convolutions and 4096^3, by up to 24%, and lost 4% on 4096^3's 128 x 256 tiles; that mechanism is gone.)
-- split-k (``split_k > 1``): the blocks of a tile write fp32 partial tiles to a workspace; the last to finish
-  (a counter per tile) sums them in split order (deterministic), resets the counter and runs the epilogue.
+- split-k (``split_k > 1``): on sm_90 (wgmma configs, at most CLUSTER_MAX splits) the split blocks of a tile are
+  one thread-block cluster: each stages its partial tile in its shared memory as the epilogue does, then each sums
+  its share of the tile's vectors from every block's shared memory (DSMEM, in split order: deterministic) and runs
+  the epilogue of that share. Otherwise the blocks write fp32 partial tiles to a workspace; the last to finish
+  (a counter per tile) sums them in split order, resets the counter and runs the epilogue.
 - epilogue: the accumulators go through shared memory (fp32, padded) so that each thread then computes
   consecutive outputs of a row: the epilogue expression (bias, activation, residual, cast) per element, and
   one 16-byte (else 8-byte) store per thread when the output row is contiguous; then the accumulators and the
@@ -149,8 +152,21 @@ def tiles(spec: GemmSpec, cfg: MmaConfig, m=None) -> int:
     return -(-(spec.m if m is None else m) // cfg.bm) * -(-spec.n // cfg.bn) * spec.batch
 
 
+CLUSTER_MAX = 8  # CTAs of a thread-block cluster, at most (the portable size)
+
+
+def cluster_split(spec: GemmSpec, cfg: MmaConfig) -> bool:
+    """Whether the ``split_k`` blocks of a tile form a thread-block cluster (sm_90) and sum their partial tiles
+    through each other's shared memory (DSMEM): each block then sums and writes its share of the tile's rows, with
+    no workspace, no counter and no last block doing all of it."""
+    return cfg.wgmma and 1 < cfg.split_k <= CLUSTER_MAX and vector_width(spec) % 4 == 0
+
+
 def workspace_floats(spec: GemmSpec, cfg: MmaConfig, m=None) -> int:
-    return tiles(spec, cfg, m) * cfg.split_k * cfg.bm * cfg.bn if cfg.split_k > 1 else 0
+    """Floats of the split-k workspace (0: none, also for cluster_split)."""
+    if cfg.split_k == 1 or cluster_split(spec, cfg):
+        return 0
+    return tiles(spec, cfg, m) * cfg.split_k * cfg.bm * cfg.bn
 
 
 def check_config(spec: GemmSpec, cfg: MmaConfig) -> str:
@@ -234,7 +250,7 @@ def build_script_module(spec: GemmSpec, cfg: MmaConfig, m_bound=None):
                                  ldmatrix, mbarrier_arrive_expect_tx, mbarrier_init, mbarrier_wait, mma_sync,
                                  mbarrier_arrive, named_barrier_sync, shared_tensor, syncthreads, threadfence,
                                  threadIdx, tma_load, tma_load_im2col, wgmma, wgmma_commit_group, wgmma_fence,
-                                 wgmma_wait_group)
+                                 wgmma_wait_group, cluster_load_f32x4, cluster_sync)
 
     why = check_config(spec if m_bound is None else _at_m(spec, m_bound), cfg)
     if why:
@@ -299,6 +315,8 @@ def build_script_module(spec: GemmSpec, cfg: MmaConfig, m_bound=None):
     VS = list(range(V))
     VPR = BN // V
     E_ITERS = BM * BN // V // THREADS
+    DSMEM = cluster_split(spec, cfg)  # the split blocks of a tile: one cluster, summing through shared memory
+    RANK_ITERS = -(-E_ITERS // SPLIT)  # (DSMEM) epilogue iterations of each block of the cluster
     ACC_N = MT * NT * 4
     ACCS = [(mi, ni, e) for mi in MTS for ni in NTS for e in FOUR]
     A_PTR = ins[spec.a.direct[0]] if A_DIRECT else ins[spec.a.gather.pos] if A_GATHER else None
@@ -392,6 +410,8 @@ def build_script_module(spec: GemmSpec, cfg: MmaConfig, m_bound=None):
             attr.cuda_grid_dim = TM * TN, SPLIT, BATCH
             attr.cuda_block_dim = BLOCK
             attr.cuda_dynamic_smem_bytes = SMEM
+            if DSMEM:
+                attr.cuda_cluster_dim = 1, SPLIT, 1
             sa = view(dynamic_shared_memory(0, dt, ALIGN), dt[A_SHAPE])
             sb = view(dynamic_shared_memory(A_BYTES, dt, ALIGN), dt[B_SHAPE])
             flag = shared_tensor(i32, [1])
@@ -486,6 +506,9 @@ def build_script_module(spec: GemmSpec, cfg: MmaConfig, m_bound=None):
                                 tma_copy(A_MAP, A_3D, A_KM, ~sa[st, so], ~bars[st], m0 + dmn, k0, bz)
                             for dmn, so in B_BOXES:
                                 tma_copy(B_MAP, B_3D, B_KM, ~sb[st, so], ~bars[st], n0 + dmn, k0, bz)
+                    if DSMEM:  # (the warp arrives at the cluster's two barriers of the epilogue, then exits)
+                        cluster_sync()
+                        cluster_sync()
                     return
                 for kt in range(k_tiles):
                     mbarrier_wait(~bars[kt % S], (kt / S) % 2)
@@ -665,7 +688,7 @@ def build_script_module(spec: GemmSpec, cfg: MmaConfig, m_bound=None):
                 wgmma_wait_group(0)
             cp_async_wait_all()
 
-            if SPLIT > 1:
+            if SPLIT > 1 and not DSMEM:
                 # partial tiles → workspace; the last block of the tile sums them in split order
                 tile = (bz * TM + pm) * TN + pn
                 for mi, ni, e in ACCS:
@@ -699,14 +722,32 @@ def build_script_module(spec: GemmSpec, cfg: MmaConfig, m_bound=None):
                     cst[r, c + 1] = acc[mi, ni, 1]
                     cst[r + 8, c] = acc[mi, ni, 2]
                     cst[r + 8, c + 1] = acc[mi, ni, 3]
-            block_sync()
-            for it in range(E_ITERS):
-                idx = tid + it * THREADS
+            if DSMEM:
+                # every block of the cluster has its partial tile in its shared memory; block `split` sums its
+                # share of the tile's vectors (rows split * RANK_ITERS * THREADS / VPR onwards) from all of them
+                cluster_sync()
+            else:
+                block_sync()
+            for it in range(RANK_ITERS if DSMEM else E_ITERS):
+                idx = tid + (split * RANK_ITERS + it if DSMEM else it) * THREADS
                 r = idx / VPR
                 c = idx % VPR * V
+                if DSMEM:
+                    if idx < BM * VPR:
+                        part = register_tensor(f32, [4])  # 4 floats of a block's partial tile
+                        total = register_tensor(f32, [4])
+                        for q in range(V // 4):
+                            for e in FOUR:
+                                total[e] = 0.0
+                            for s in range(SPLIT):  # (in split order: deterministic)
+                                cluster_load_f32x4(~part[0], ~cst[r, c + q * 4], s)
+                                for e in FOUR:
+                                    total[e] += part[e]
+                            for e in FOUR:  # (rows of this block's share: no other block reads them here)
+                                cst[r, c + q * 4 + e] = total[e]
                 gm = m0 + r
                 gn = n0 + c
-                if gm < M:
+                if gm < M and idx < BM * VPR if DSMEM else gm < M:
                     if VEC:
                         if gn < N:
                             vector_epilogue(bz, gm, gn, cst, r, c)
@@ -714,6 +755,8 @@ def build_script_module(spec: GemmSpec, cfg: MmaConfig, m_bound=None):
                         for e in VS:
                             if gn + e < N:
                                 out[out_index(bz, gm, gn + e)] = epilogue(bz, gm, gn + e, cst[r, c + e])
+            if DSMEM:
+                cluster_sync()  # no block exits while another may read its shared memory
 
     kernel = module.functions[-1]
     kernel.params[:0] = ins + [out]

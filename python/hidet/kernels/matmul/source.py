@@ -56,8 +56,8 @@ def template_source(spec: GemmSpec, cfg, fallback: bool = True, entry: str = 'la
     if fallback:
         lines += _generic_lines(spec)
     for bound, c in ranges:
-        if c.split_k > 1:
-            m = spec.m if bound is None else bound
+        m = spec.m if bound is None else bound
+        if workspace_floats(spec, c, m):
             suffix = c.name()
             lines += [f'__device__ float hidet_mm_workspace_{suffix}[{workspace_floats(spec, c, m)}];',
                       f'__device__ int hidet_mm_counters_{suffix}[{tiles(spec, c, m)}];  '
@@ -90,7 +90,7 @@ def template_source(spec: GemmSpec, cfg, fallback: bool = True, entry: str = 'la
     lines += [f'  if ({cond}) {{', '    void* workspace = nullptr;', '    void* counters = nullptr;']
     for bound, c in ranges:
         body = []
-        if c.split_k > 1:
+        if workspace_floats(spec, c, spec.m if bound is None else bound):
             suffix = c.name()
             body += [f'if (cudaGetSymbolAddress(&workspace, hidet_mm_workspace_{suffix}) != cudaSuccess ||',
                      f'    cudaGetSymbolAddress(&counters, hidet_mm_counters_{suffix}) != cudaSuccess)',
