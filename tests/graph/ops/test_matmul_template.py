@@ -664,7 +664,11 @@ def test_convolutions_copied_by_cp_async_keep_two_tiles_in_flight():
     ((128, 768, 3072), '64x64x64_w64x64_p6_s4_wg_tma'),  # 24 tiles: split 4 fills the GPU
     ((197, 3072, 768), '128x64x64_w64x64_p4_wg_tma'),
     ((4096, 4096, 4096), '128x256x64_w64x256_p4_wg_tma'),
-    ((4096, 768, 3072), '128x256x64_w64x256_p4_wg_tma'),  # 0.73 of a wave of the large tiles (the model: 128 x 64)
+    # GPT-2 at batch 8 x 512: 128 x 192 where the last wave of 128 x 256 tiles leaves more SMs idle (768: 128 tiles
+    # in one wave, not 96; 2304: 384 in 2.9 waves, not 288 in 2.2); 3072: 384 tiles of 128 x 256 in 2.9 waves
+    ((4096, 768, 3072), '128x192x64_w64x192_p4_wg_tma'),
+    ((4096, 2304, 768), '128x192x64_w64x192_p4_wg_tma'),
+    ((4096, 3072, 768), '128x256x64_w64x256_p4_wg_tma'),
     ((128, 16, 96), '64x64x64_w64x64_p6_wg'),  # narrower than every tile
 ])
 def test_wgmma_defaults_follow_the_cost_model(shape, config):

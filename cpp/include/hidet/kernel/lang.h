@@ -227,7 +227,7 @@ __device__ __forceinline__ void fence_proxy_async() { asm volatile("fence.proxy.
 
 template <int N, int TA, int TB, int ALBO, int BLBO, typename T>
 __device__ __forceinline__ void wgmma_m64k16(float* d, const T* a, const T* b, int accumulate) {
-  static_assert(N == 64 || N == 128 || N == 256, "wgmma_m64k16: N is 64, 128 or 256");
+  static_assert(N == 64 || N == 128 || N == 192 || N == 256, "wgmma_m64k16: N is 64, 128, 192 or 256");
   constexpr bool F16 = std::is_same<T, __half>::value;
   static_assert(F16 || std::is_same<T, __nv_bfloat16>::value, "wgmma_m64k16: float16 or bfloat16 operands");
   const uint64_t da = wgmma_desc(a, ALBO, 1024), db = wgmma_desc(b, BLBO, 1024);
@@ -235,6 +235,8 @@ __device__ __forceinline__ void wgmma_m64k16(float* d, const T* a, const T* b, i
     if constexpr (F16) wgmma_m64n64k16_f16<TA, TB>(d, da, db, accumulate); else wgmma_m64n64k16_bf16<TA, TB>(d, da, db, accumulate);
   } else if constexpr (N == 128) {
     if constexpr (F16) wgmma_m64n128k16_f16<TA, TB>(d, da, db, accumulate); else wgmma_m64n128k16_bf16<TA, TB>(d, da, db, accumulate);
+  } else if constexpr (N == 192) {
+    if constexpr (F16) wgmma_m64n192k16_f16<TA, TB>(d, da, db, accumulate); else wgmma_m64n192k16_bf16<TA, TB>(d, da, db, accumulate);
   } else {
     if constexpr (F16) wgmma_m64n256k16_f16<TA, TB>(d, da, db, accumulate); else wgmma_m64n256k16_bf16<TA, TB>(d, da, db, accumulate);
   }

@@ -94,6 +94,7 @@ def is_tf32(spec: GemmSpec) -> bool:
 
 
 WG_ALIGN = 1024  # the 128-byte swizzle's period: wgmma tiles start at multiples of it
+WG_NS = (64, 128, 192, 256)  # a warpgroup's n: wgmma's shapes (hidet.lang.cuda.WGMMA_NS, kept light here)
 WG_BK = BOX_K  # k of a wgmma config's tile: one 128-byte row of 16-bit values, as TMA's boxes
 
 
@@ -175,8 +176,8 @@ def check_config(spec: GemmSpec, cfg: MmaConfig) -> str:
     if c.wgmma:
         if spec.mma_dtype.nbytes != 2:
             return 'wgmma configs multiply float16/bfloat16 operands'
-        if c.wm != 64 or c.wn not in (64, 128, 256) or c.bm % 64 or c.bn % c.wn or c.bk != WG_BK:
-            return 'a wgmma config has warpgroup tiles of 64 x (64, 128 or 256), k-tiles of 64'
+        if c.wm != 64 or c.wn not in WG_NS or c.bm % 64 or c.bn % c.wn or c.bk != WG_BK:
+            return 'a wgmma config has warpgroup tiles of 64 x (64, 128, 192 or 256), k-tiles of 64'
         if not 1 <= c.warps // 4 <= 2:
             return 'a wgmma config has 1 or 2 warpgroups'
         if c.stages < 3:
@@ -193,7 +194,7 @@ def check_config(spec: GemmSpec, cfg: MmaConfig) -> str:
         return 'a block has 1 to 8 warps'
     if c.stages < 2:
         return 'at least 2 stages'
-    for rows, cols, k_major in ((c.bm, c.bk, spec.a.k_major), (c.bn, c.bk, spec.b.k_major)):
+    for rows, cols, k_major in ((c.bm, c.bk, spec.a.k_major), (c.bn, c.bk, spec.b.k_major)) if not c.tma else ():
         if (rows * cols // chunk(spec)) % c.threads:
             return 'each thread copies whole 16-byte chunks of every tile'
         if c.threads % ((cols if k_major else rows) // chunk(spec)):

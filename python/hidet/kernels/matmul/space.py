@@ -24,7 +24,7 @@ LARGE_SHAPES = [(128, 256, 64, 64), (256, 128, 64, 64), (128, 128, 64, 64), (128
 SMALL_SHAPES = [(16, 64, 16, 16), (16, 128, 16, 32), (16, 256, 16, 64), (32, 64, 32, 16), (32, 128, 32, 32),
                 (64, 128, 32, 32)]
 # (BM, BN, WN) of wgmma configs: warpgroups of 64 x WN
-WG_SHAPES = [(128, 256, 256), (128, 128, 128), (64, 256, 256), (64, 128, 128), (128, 64, 64), (64, 256, 128),
+WG_SHAPES = [(128, 256, 256), (128, 192, 192), (128, 128, 128), (64, 256, 256), (64, 128, 128), (128, 64, 64), (64, 256, 128),
              (64, 64, 64)]
 WG_MAX_STAGES = 4
 # 64 x 64 wgmma tiles (16 KB a stage) of a dense GEMM keep 6 stages in flight: the skinny GEMMs of transformers at
@@ -148,13 +148,17 @@ def _wg_default(spec: GemmSpec, sms: int):
 LAUNCH_US, WAVE_FILL_US, SPLIT_US = 2.0, 1.0, 2.5
 PARTIALS_BYTES_PER_US = 2.5e6
 SM_TFLOPS = 4.5  # one SM's sustained wgmma rate at 128 x 256 tiles
-TILE_EFFICIENCY = {(128, 256): 1.0, (128, 128): 0.95, (128, 64): 0.9, (64, 256): 0.9, (64, 128): 0.85, (64, 64): 0.8}
+TILE_EFFICIENCY = {(128, 256): 1.0, (128, 192): 0.98, (128, 128): 0.95, (128, 64): 0.9, (64, 256): 0.9, (64, 128): 0.85, (64, 64): 0.8}
 WG_DENSE_SHAPES = ((128, 256, 256), (128, 128, 128), (128, 64, 64), (64, 128, 128), (64, 64, 64))
 # A dense GEMM with 128 x 256 tiles for at least this fraction of a wave takes them, whatever the cost model says: it
 # was fitted at m = 128 and 197, and it puts large tiles too low (H100, cold weights, GPT-2's layers at batch 8 x 512:
 # 4096x768x3072 34.3 µs in 128 x 256 tiles, 0.73 of a wave, against 41.8 in 128 x 128 and 53.3 in the modelled
 # 128 x 64; cuBLAS 27.9)
 LARGE_TILES_MIN_WAVE = 0.7
+# The tiles of a large GEMM: 128 x 256, or 128 x 192 where they leave fewer SMs idle in the last wave (GPT-2 at
+# batch 8 x 512: 4096x2304 is 288 tiles of 128 x 256, 2.2 waves of 132 SMs, or 384 of 128 x 192, 2.9 waves;
+# 4096x768 is 96 tiles, 0.73 of a wave, or 128, 0.97)
+LARGE_WG_SHAPES = ((128, 256, 256), (128, 192, 192))
 
 
 def wg_cost_us(spec: GemmSpec, bm: int, bn: int, split: int, sms: int) -> float:
@@ -167,17 +171,16 @@ def wg_cost_us(spec: GemmSpec, bm: int, bn: int, split: int, sms: int) -> float:
 
 
 def _wg_dense_default(spec: GemmSpec, sms: int) -> MmaConfig:
-    """128 x 256 tiles for a large GEMM (LARGE_TILES_MIN_WAVE), else the tile shape and split-k of least modelled
-    time (wg_cost_us; larger tiles first among equals); 4 stages (64 x 64 tiles: WG_SMALL_TILE_STAGES), copied by
-    TMA where it can (e.g. 128 x 3072 x 768: 64 x 64 tiles, 96 blocks, 4.7 µs against 8.1 for 64 x 128 split 2;
-    128 x 768 x 3072: 64 x 64 split 4)."""
+    """The tile shape and split-k of least modelled time (wg_cost_us; larger tiles first among equals): among
+    LARGE_WG_SHAPES, unsplit, for a large GEMM (LARGE_TILES_MIN_WAVE), else among WG_DENSE_SHAPES; 4 stages
+    (64 x 64 tiles: WG_SMALL_TILE_STAGES), copied by TMA where it can (e.g. 128 x 3072 x 768: 64 x 64 tiles, 96
+    blocks, 4.7 µs against 8.1 for 64 x 128 split 2; 128 x 768 x 3072: 64 x 64 split 4)."""
+    large = _fits(spec, 128, 256) and _tiles(spec, 128, 256) >= LARGE_TILES_MIN_WAVE * sms
     best = None
-    if _fits(spec, 128, 256) and _tiles(spec, 128, 256) >= LARGE_TILES_MIN_WAVE * sms:
-        best = (0.0, 128, 256, 256, 1)  # a large GEMM (see LARGE_TILES_MIN_WAVE)
-    for bm, bn, wn in WG_DENSE_SHAPES if best is None else ():
+    for bm, bn, wn in LARGE_WG_SHAPES if large else WG_DENSE_SHAPES:
         if not _fits(spec, bm, bn):
             continue
-        for split in (1, 2, 4, 8):
+        for split in (1,) if large else (1, 2, 4, 8):
             if split > 1 and _k_tiles(spec, WG_BK) // split < 4:
                 break
             cost = wg_cost_us(spec, bm, bn, split, sms)
