@@ -233,6 +233,17 @@ def vector_store(spec: GemmSpec) -> bool:
     return spec.out_n_contiguous and spec.n % v == 0 and v > 1
 
 
+# 32-bit registers a thread may hold for the epilogue reads it issues ahead of their use (GemmValues.epilogue_reads):
+# GPT-2's residual and bias at batch 8 (8 a vector) for 12 vectors in 128 x 192 tiles
+PREFETCH_REGS = 96
+
+
+def read_registers(plan) -> int:
+    """32-bit registers that the reads of one vector of a vector epilogue (a LanePlan) hold."""
+    return (sum(-(-plan.lanes * e.dtype.nbytes // 4) for _, e, _ in plan.vectors)
+            + sum(-(-e.dtype.nbytes // 4) for _, e in plan.broadcasts))
+
+
 def kernel_name(spec: GemmSpec, cfg: MmaConfig) -> str:
     return f'mma_{spec.task.name[:40]}_{cfg.name()}'
 
@@ -310,14 +321,39 @@ def build_script_module(spec: GemmSpec, cfg: MmaConfig, m_bound=None):
     VEC = vector_store(spec)
     PLAN = values.epilogue_plan(V) if VEC else None
 
-    def vector_epilogue(bz, gm, gn, cst, r, c):
-        """A thread's vector of outputs (gn a multiple of V): the epilogue's vector reads, its lanes, one store."""
-        return values.vector_epilogue(PLAN, bz, gm, gn, cst, r * (BN + STAGE_PAD) + c)
     VS = list(range(V))
     VPR = BN // V
     E_ITERS = BM * BN // V // THREADS
     DSMEM = cluster_split(spec, cfg)  # the split blocks of a tile: one cluster, summing through shared memory
     RANK_ITERS = -(-E_ITERS // SPLIT)  # (DSMEM) epilogue iterations of each block of the cluster
+    ITERS = RANK_ITERS if DSMEM else E_ITERS  # a thread's epilogue iterations (vectors of outputs)
+    # The vector epilogue's reads (a residual, a bias) issued ahead of the stores, a group of iterations at a time
+    # (GemmValues.epilogue_reads): the first group's while the tile is staged, each later one before its stores
+    READ_REGS = read_registers(PLAN) if VEC else 0
+    GROUP = min(ITERS, max(1, PREFETCH_REGS // READ_REGS)) if READ_REGS else 0
+    PREFETCH = GROUP > 0
+    GROUPS = [list(range(g, min(g + GROUP, ITERS))) for g in range(0, ITERS, GROUP)] if PREFETCH else [[]]
+    READS = {}  # iteration → its reads' registers (epilogue_reads)
+    ITER_LIST = list(range(ITERS))
+
+    def epilogue_vector(tid, split, it):
+        """(index of the thread's vector ``it`` in the tile, its row, its column)."""
+        idx = tid + (split * RANK_ITERS + it if DSMEM else it) * THREADS
+        return idx, idx / VPR, idx % VPR * V
+
+    def epilogue_reads(tid, split, bz, m0, n0, it):
+        """The statements issuing iteration ``it``'s epilogue reads (where its outputs exist)."""
+        idx, r, c = epilogue_vector(tid, split, it)
+        gm, gn = m0 + r, n0 + c
+        cond = all_of(True if A_FULL else gm < M, True if B_FULL else gn < N, idx < BM * VPR if DSMEM else True)
+        stmt, READS[it] = values.epilogue_reads(PLAN, bz, gm, gn, cond, it)
+        return stmt
+
+    def vector_epilogue(bz, gm, gn, cst, r, c, it):
+        """A thread's vector of outputs (gn a multiple of V): the epilogue's vector reads (issued ahead, as
+        iteration ``it``'s, when PREFETCH), its lanes, one store."""
+        return values.vector_epilogue(PLAN, bz, gm, gn, cst, r * (BN + STAGE_PAD) + c,
+                                      READS[it] if PREFETCH else None)
     ACC_N = MT * NT * 4
     ACCS = [(mi, ni, e) for mi in MTS for ni in NTS for e in FOUR]
     A_PTR = ins[spec.a.direct[0]] if A_DIRECT else ins[spec.a.gather.pos] if A_GATHER else None
@@ -723,16 +759,19 @@ def build_script_module(spec: GemmSpec, cfg: MmaConfig, m_bound=None):
                     cst[r, c + 1] = acc[mi, ni, 1]
                     cst[r + 8, c] = acc[mi, ni, 2]
                     cst[r + 8, c + 1] = acc[mi, ni, 3]
+            for it in GROUPS[0]:
+                epilogue_reads(tid, split, bz, m0, n0, it)
             if DSMEM:
                 # every block of the cluster has its partial tile in its shared memory; block `split` sums its
                 # share of the tile's vectors (rows split * RANK_ITERS * THREADS / VPR onwards) from all of them
                 cluster_sync()
             else:
                 block_sync()
-            for it in range(RANK_ITERS if DSMEM else E_ITERS):
-                idx = tid + (split * RANK_ITERS + it if DSMEM else it) * THREADS
-                r = idx / VPR
-                c = idx % VPR * V
+            for it in ITER_LIST if PREFETCH else range(ITERS):  # (PREFETCH: unrolled)
+                if PREFETCH and it % GROUP == 0 and it > 0:
+                    for later in GROUPS[it // GROUP]:
+                        epilogue_reads(tid, split, bz, m0, n0, later)
+                idx, r, c = epilogue_vector(tid, split, it)
                 if DSMEM:
                     if idx < BM * VPR:
                         part = register_tensor(f32, [4])  # 4 floats of a block's partial tile
@@ -751,7 +790,7 @@ def build_script_module(spec: GemmSpec, cfg: MmaConfig, m_bound=None):
                 if gm < M and idx < BM * VPR if DSMEM else gm < M:
                     if VEC:
                         if gn < N:
-                            vector_epilogue(bz, gm, gn, cst, r, c)
+                            vector_epilogue(bz, gm, gn, cst, r, c, it)
                     else:
                         for e in VS:
                             if gn + e < N:
