@@ -190,41 +190,51 @@ def build_module(shape, cfg, name: str):
                         mma_sync(~qf[kk, 0], ~kf[0], ~sacc[2 * nj, 0])
                         mma_sync(~qf[kk, 0], ~kf[4], ~sacc[2 * nj + 1, 0])
 
-                # online softmax: new maxima, then probabilities in place of the scores
-                for h in HALVES:
-                    row = row0 + h * 8
-                    rc = row if row < SQ else SQ - 1
-                    tile_top: f32 = LOWEST
-                    for n in NTS:
-                        for c in PAIR:
-                            j = j0 + n * 8 + t4 * 2 + c
-                            jc = j if j < SK else SK - 1
-                            s = score2(sacc[n, h * 2 + c], b, rc, jc)
-                            ok = j < SK
-                            if CAUSAL:
-                                ok = ok and j <= row
-                            s = select(ok, s, LOWEST)
-                            sacc[n, h * 2 + c] = s
-                            tile_top = fmax(tile_top, s)
-                    tile_top = fmax(tile_top, shfl_xor_sync(FULL, tile_top, 1))
-                    tile_top = fmax(tile_top, shfl_xor_sync(FULL, tile_top, 2))
-                    new_top = fmax(top[h], tile_top)
-                    correction = exp2(top[h] - new_top)
-                    top[h] = new_top
-                    part: f32 = 0.0
-                    for n in NTS:
-                        for c in PAIR:
-                            j = j0 + n * 8 + t4 * 2 + c
-                            ok = j < SK
-                            if CAUSAL:
-                                ok = ok and j <= row0 + h * 8
-                            p = select(ok, exp2(sacc[n, h * 2 + c] - new_top), 0.0)
-                            sacc[n, h * 2 + c] = p
-                            part += p
-                    total[h] = total[h] * correction + part
-                    for n in ONS:
-                        for c in PAIR:
-                            oacc[n, h * 2 + c] = oacc[n, h * 2 + c] * correction
+                # online softmax: new maxima, then probabilities in place of the scores. A tile whose keys all
+                # exist and (causal) all precede the warp's first row needs no tests: the softmax is written
+                # twice, without them (tested = 0) and with them (1), and the warp runs one of the two
+                edge = 0 if j0 + KEYS <= SK else 1
+                if CAUSAL:
+                    edge = 0 if j0 + KEYS <= SK and j0 + KEYS - 1 <= q0 + warp * 16 else 1
+                for tested in PAIR:
+                    if edge == tested:
+                        for h in HALVES:
+                            row = row0 + h * 8
+                            rc = row if row < SQ else SQ - 1
+                            tile_top: f32 = LOWEST
+                            for n in NTS:
+                                for c in PAIR:
+                                    j = j0 + n * 8 + t4 * 2 + c
+                                    jc = j if j < SK else SK - 1
+                                    s = score2(sacc[n, h * 2 + c], b, rc, jc)
+                                    if tested == 1:
+                                        ok = j < SK
+                                        if CAUSAL:
+                                            ok = ok and j <= row
+                                        s = select(ok, s, LOWEST)
+                                    sacc[n, h * 2 + c] = s
+                                    tile_top = fmax(tile_top, s)
+                            tile_top = fmax(tile_top, shfl_xor_sync(FULL, tile_top, 1))
+                            tile_top = fmax(tile_top, shfl_xor_sync(FULL, tile_top, 2))
+                            new_top = fmax(top[h], tile_top)
+                            correction = exp2(top[h] - new_top)
+                            top[h] = new_top
+                            part: f32 = 0.0
+                            for n in NTS:
+                                for c in PAIR:
+                                    p = exp2(sacc[n, h * 2 + c] - new_top)
+                                    if tested == 1:
+                                        j = j0 + n * 8 + t4 * 2 + c
+                                        ok = j < SK
+                                        if CAUSAL:
+                                            ok = ok and j <= row0 + h * 8
+                                        p = select(ok, p, 0.0)
+                                    sacc[n, h * 2 + c] = p
+                                    part += p
+                            total[h] = total[h] * correction + part
+                            for n in ONS:
+                                for c in PAIR:
+                                    oacc[n, h * 2 + c] = oacc[n, h * 2 + c] * correction
 
                 # p v: the probabilities as A fragments (two n8 score tiles make one k16 step)
                 for kk in PKS:
