@@ -89,9 +89,9 @@ def parse_config(template, name: str):
     return template.config_class(bm, bn, bk, wm, wn, stages, int(m.group(7) or 1), bool(m.group(8)), bool(m.group(9)))
 
 
-def candidate_rows(template, shape, inputs, expected, flops, t_torch, args, copies):
+def candidate_rows(template, shape, inputs, expected, flops, t_torch, args, copies, what='candidate'):
     """A row per candidate of the level-2 space (and of ``--configs``): its time and its max error against
-    torch."""
+    torch. ``inputs``: the kernel's, B (rotated over ``copies``) among them."""
     import torch
 
     from hidet.backend.cache import build_libraries
@@ -115,18 +115,18 @@ def candidate_rows(template, shape, inputs, expected, flops, t_torch, args, copi
     rows = []
     for i, cfg in enumerate(configs):
         launch = CompiledModule(paths[i // 4])[f'launch_{i % 4}']
-        out = torch.full_like(expected, float('nan'))
+        out = torch.full(expected.shape, float('nan'), dtype=inputs[0].dtype, device='cuda')
         try:
             launch(*inputs, out)
             torch.cuda.synchronize()
         except Exception as e:  # noqa: BLE001 - report and go on
-            rows.append([shape, 'candidate', '', '', '', cfg.name(), f'failed: {e}'[:80]])
+            rows.append([shape, what, '', '', '', cfg.name(), f'failed: {e}'[:80]])
             continue
         err = (out.float() - expected.float()).abs().max().item()
-        a = inputs[0]
-        t = graph_time(rotating(lambda b: launch(a, b, out), copies), len(copies) if args.cold else args.calls,
-                       args.repeat)
-        rows.append([shape, 'candidate', f'{t * 1e3:.1f}', f'{flops / t / 1e9:.0f}', f'{t_torch / t:.2f}', cfg.name(),
+        at = next(i for i, x in enumerate(inputs) if x is copies[0])
+        t = graph_time(rotating(lambda b: launch(*inputs[:at], b, *inputs[at + 1:], out), copies),
+                       len(copies) if args.cold else args.calls, args.repeat)
+        rows.append([shape, what, f'{t * 1e3:.1f}', f'{flops / t / 1e9:.0f}', f'{t_torch / t:.2f}', cfg.name(),
                      f'max err {err:.3g}'])
         print('  '.join(rows[-1]), flush=True)  # (as it goes: a run cut short keeps what it measured)
     return rows
@@ -179,9 +179,10 @@ def conv_case(shape: str, dtype: str):
             lambda w_: torch.nn.functional.conv2d(x_nchw, w_.permute(0, 3, 1, 2), padding=pad, stride=stride), op_fn)
 
 
-def with_epilogue(op_fn, a, b, c):
+def with_epilogue(op_fn, a, b, c, gelu: bool = False):
     """(task, inputs, expected output) of relu(op_fn(a, b) + shift + residual) as one fused kernel: a per-column
-    shift (a constant) and a residual input of C's shape; the expected output from torch's C."""
+    shift (a constant) and a residual input of C's shape; ``gelu``: gelu_tanh(op_fn(a, b) + shift) instead, a
+    transformer's MLP up-projection. The expected output from torch's C."""
     import torch
 
     import hidet
@@ -189,11 +190,15 @@ def with_epilogue(op_fn, a, b, c):
     xs, ws, rs = (hidet.symbol(list(t.shape), str(t.dtype)[6:], 'cuda') for t in (a, b, c))
     shift = torch.randn(c.shape[-1], device='cuda').to(c.dtype)
     residual = torch.randn_like(c)
-    graph = hidet.graph.optimize(hidet.trace_from(hidet.ops.relu(op_fn(xs, ws) + hidet.from_torch(shift) + rs),
-                                                  [xs, ws, rs]))
+    if gelu:
+        y = hidet.ops.gelu(op_fn(xs, ws) + hidet.from_torch(shift), approximate='tanh')
+        expected = torch.nn.functional.gelu(c.float() + shift.float(), approximate='tanh')
+    else:
+        y = hidet.ops.relu(op_fn(xs, ws) + hidet.from_torch(shift) + rs)
+        expected = torch.relu(c.float() + shift.float() + residual.float())
+    graph = hidet.graph.optimize(hidet.trace_from(y, [xs, ws] if gelu else [xs, ws, rs]))
     (node,) = graph.nodes
     values = {id(xs): a, id(ws): b, id(rs): residual}
-    expected = torch.relu(c.float() + shift.float() + residual.float())
     return node.task, [values[id(t)] if id(t) in values else t.torch() for t in node.inputs], expected
 
 
@@ -216,6 +221,7 @@ def main() -> None:
     parser.add_argument('--linear', action='store_true', help="torch's side as F.linear(a, w [N, K], bias)")
     parser.add_argument('--epilogue', action='store_true',
                         help='also relu(C + shift + residual) fused, at each --space')
+    parser.add_argument('--gelu', action='store_true', help='--epilogue: gelu_tanh(C + shift) instead')
     args = parser.parse_args()
     dtype = {'f16': 'float16', 'bf16': 'bfloat16'}[args.dtype]
     rows = []
@@ -250,7 +256,7 @@ def main() -> None:
             rows.append([shape, f'hidet space {space}', f'{t * 1e3:.1f}', f'{flops / t / 1e9:.0f}',
                          f'{t_torch / t:.2f}', cfg, f'{build_s:.1f} s, max err {err:.3g}'])
             if args.epilogue:
-                e_task, e_inputs, e_expected = with_epilogue(op_fn, a, b, c)
+                e_task, e_inputs, e_expected = with_epilogue(op_fn, a, b, c, args.gelu)
                 t0 = time.perf_counter()
                 e_launch = build_task(e_task, 'cuda', space)['launch']
                 build_s = time.perf_counter() - t0
@@ -266,6 +272,10 @@ def main() -> None:
                     'auto-scheduler'
                 rows.append([shape, f'+ epilogue, space {space}', f'{t * 1e3:.1f}', f'{flops / t / 1e9:.0f}',
                              f'{t_torch / t:.2f}', e_cfg, f'{build_s:.1f} s, max err {e_err:.3g}, {e_task.name[:32]}'])
+                if e_template is not None and space == args.space[-1] and args.configs:  # (named configs only)
+                    rows += candidate_rows(e_template, shape, e_inputs, e_expected, flops, t_torch,
+                                           argparse.Namespace(**{**vars(args), 'candidates': False, 'twins': False}),
+                                           copies, '+ epilogue')
         if template is not None:
             rows += candidate_rows(template, shape, (a, b), c, flops, t_torch, args, copies)
     from tabulate import tabulate
