@@ -24,6 +24,20 @@ from typing import Any, List, Optional
 
 from hidet.ir.task import Task
 
+DEFAULT_SMS = 132  # an H100 SXM; the GPU's own count when one is visible
+
+
+def sm_count() -> int:
+    """The multiprocessors of the current GPU (the templates' defaults fill waves of them), else DEFAULT_SMS."""
+    try:
+        import torch  # (optional: a machine without torch or a GPU plans for the reference GPU)
+
+        if torch.cuda.is_available():
+            return torch.cuda.get_device_properties(torch.cuda.current_device()).multi_processor_count
+    except Exception:  # noqa: BLE001 - no torch, no GPU: the reference GPU
+        pass
+    return DEFAULT_SMS
+
 
 class Template:
     """What templates share: a subclass sets ``name``, ``config_class`` (a dataclass with ``as_dict()``) and

@@ -130,7 +130,11 @@ def test_tensor_core_kernel_space_and_sources_compile_with_nvcc():
     templates = [find_attention_template(_mma_task(*case, device='cpu'), 'cuda') for case in MMA_CASES]
     for t in templates:
         assert t.default().mma and all(c.mma for c in t.space(2)) and len(t.space(2)) == 8, t.title
-    assert [t.default().name() for t in templates[:3]] == ['mma_r64_k64', 'mma_r64_k32', 'mma_r64_k32']
+    # under half a wave of 64-row blocks: 32 x 32; else 64 rows, and 32 keys for head sizes over 64
+    assert [t.default().name() for t in templates[:3]] == ['mma_r32_k32'] * 3
+    large = [find_attention_template(_mma_task(*case, device='cpu'), 'cuda').default().name() for case in
+             (([8, 12], 512, 512, 64, 64, 'float16', 'causal'), ([1, 32], 1024, 1024, 128, 128, 'float16', 'causal'))]
+    assert large == ['mma_r64_k64', 'mma_r64_k32']
     for odd in ([2], 8, 8, 40, 40, 'float16', 'none'), ([2], 8, 8, 64, 64, 'float32', 'none'):
         assert not find_attention_template(_mma_task(*odd), 'cuda').default().mma
     try:

@@ -24,7 +24,7 @@ from hidet.ir.schedulers.lowering import broadcast_indices, flat_index, prod as 
 from hidet.ir.task import Task
 from hidet.ir.type import TensorType
 from hidet.kernels.attention import mma
-from hidet.kernels.template import Template
+from hidet.kernels.template import Template, sm_count
 
 CPU_MAX_KEYS = 16384  # the row buffer lives on the thread's stack (64 KiB)
 CUDA_MAX_HEAD = 128
@@ -303,13 +303,18 @@ class AttentionTemplate(Template):
         return [AttentionConfig(8)] if level == 0 else [AttentionConfig(r) for r in (8, 4, 16)]
 
     def _mma_default(self) -> AttentionConfig:
-        """64 query rows a block (4 warps); key tiles of 64, or 32 for head sizes over 64. On the H100 this
-        was the fastest config of the level-2 space, or within 3% of it, at the shapes of gpt2, vit and llama
-        (batch 1, 128-197 tokens), gpt2 and bert at batch 8 and 512 tokens, head size 128 at 1024 tokens and 80
-        at 300 (``python scripts/bench_ops.py --attention``); at bert's (batch 1, additive mask) 32 rows and
-        tiles of 32 keys were 9% faster. 16 rows a block, though it gives small problems more blocks, lost up
-        to 10% at batch 1 and 2x at 512 tokens."""
-        return AttentionConfig(64, 64 if max(self.shape.d, self.shape.dv) <= 64 else 32)
+        """64 query rows a block (4 warps); key tiles of 64, or 32 for head sizes over 64. Where blocks of 64
+        rows fill less than half the SMs, 32 rows and tiles of 32 keys. On the H100 (``python
+        scripts/bench_ops.py --attention``, µs): gpt2 at batch 1, 24 blocks of 64 rows, 6.17 in 32 x 32 against
+        6.65 in 64 x 64; llama 6.05 against 6.56; vit (48 blocks) 7.90 against 8.13; bert 7.35 against 7.32.
+        With more blocks 64 x 64 was the fastest, or within 1.5% of it: gpt2 and bert at batch 8 and 512
+        tokens, head size 128 at 1024 tokens, 80 at 300 (120 blocks: 32 x 32 took 13.59 against 12.04). 16 rows
+        a block lost up to 10% at batch 1 and 2x at 512 tokens."""
+        shape = self.shape
+        if isinstance(shape.batch, int) and isinstance(shape.sq, int) and -(-shape.sq // 64) * shape.batch < \
+                sm_count() // 2:
+            return AttentionConfig(32, 32)
+        return AttentionConfig(64, 64 if max(shape.d, shape.dv) <= 64 else 32)
 
     def source(self, config: AttentionConfig, fallback: bool = True) -> str:
         # (Hidet Script and the code generator load when a kernel is built: import hidet, which reads the

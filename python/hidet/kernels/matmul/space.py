@@ -8,6 +8,8 @@ from typing import List, Tuple
 
 from hidet.ir.schedulers.lowering import pow2_ceil
 
+from hidet.kernels.template import sm_count
+
 from .mma import MAX_SMEM, WG_BK, MmaConfig, check_config, smem_bytes, tiles
 from .tma import tma_unsupported
 from .spec import GemmSpec
@@ -16,7 +18,6 @@ LEVEL1_MAX, LEVEL2_MAX = 8, 40
 LEVEL2_WG_MAX = 24  # (wgmma spaces: see _wgmma_space)
 LEVEL1_TMA, LEVEL2_TMA = 4, 8  # TMA twins of the first candidates, in place of the last cp.async ones (a
 # space's size is its tuning time: max-autotune of resnet50 took 273 s cold of the 300 allowed)
-DEFAULT_SMS = 132  # an H100 SXM; the GPU's own count when one is visible
 
 # (BM, BN, WM, WN): block tile and warp tile
 LARGE_SHAPES = [(128, 256, 64, 64), (256, 128, 64, 64), (128, 128, 64, 64), (128, 128, 64, 32), (128, 64, 64, 32),
@@ -32,17 +33,6 @@ WG_MAX_STAGES = 4
 # 128x2304x768 5.7 µs in 4 stages, 4.9 in 6, cuBLAS 5.2; 128x3072x768 5.9, 4.8, 5.5; 128x768x768 5.3, 4.4, 4.3;
 # 128x768x3072 split 4: 9.4, 8.5, 7.2. `bench_matmul.py --cold --linear --configs`)
 WG_SMALL_TILE_STAGES = 6
-
-
-def sm_count() -> int:
-    try:
-        import torch
-
-        if torch.cuda.is_available():
-            return torch.cuda.get_device_properties(torch.cuda.current_device()).multi_processor_count
-    except Exception:  # noqa: BLE001 - no torch, no GPU: the reference GPU
-        pass
-    return DEFAULT_SMS
 
 
 def _fits(spec: GemmSpec, bm: int, bn: int) -> bool:
