@@ -2,6 +2,8 @@
 // caller's inputs and outputs copied in and out on the caller's stream. A graph with symbolic dimensions is
 // captured at one set of their values (one CUDA graph per shape: the Python side keeps the recent ones).
 #include <cstdio>
+#include <map>
+#include <set>
 
 #include "graph.hpp"
 #include "hidet/runtime/cuda_driver.hpp"
@@ -20,6 +22,32 @@ void destroy_quietly(void* exec, void* graph, void* event) {
   } catch (const std::exception& e) {
     std::fprintf(stderr, "hidet: destroying a CUDA graph failed: %s\n", e.what());
   }
+}
+
+// The tail: at most kTailInstructions last instructions that write graph outputs alone (each returned once),
+// where they write at least kTailMinBytes. The tail runs after each replay, on the caller's stream, writing the
+// caller's outputs directly: those outputs are then neither written into static buffers nor copied out of them
+// (GPT-2's 24 present key and value tensors at batch 8 x 512, 151 MB in one kernel, were written twice and took
+// 107 µs of copies a call). Smaller outputs stay in the graph: each tail instruction is a launch of its own.
+constexpr size_t kTailInstructions = 4;
+constexpr uint64_t kTailMinBytes = 8 << 20;
+
+size_t tail_start(const artifact::Manifest& m, const Graph::Plan& plan) {
+  std::map<int32_t, int> returned;  // tensor -> how many outputs it is
+  for (const auto& io : m.outputs) ++returned[io.tensor];
+  size_t begin = m.instructions.size();
+  uint64_t nbytes = 0;
+  for (; begin > 0 && m.instructions.size() - begin < kTailInstructions; --begin) {
+    const artifact::Instruction& inst = m.instructions[begin - 1];
+    bool outputs_alone = !inst.outputs.empty();
+    for (int32_t t : inst.outputs) {
+      auto it = returned.find(t);
+      outputs_alone = outputs_alone && it != returned.end() && it->second == 1;
+    }
+    if (!outputs_alone) break;
+    for (int32_t t : inst.outputs) nbytes += plan.nbytes[t];
+  }
+  return nbytes >= kTailMinBytes ? begin : m.instructions.size();
 }
 
 }  // namespace
@@ -44,18 +72,31 @@ CudaGraph::CudaGraph(std::shared_ptr<Graph> graph, const std::vector<int64_t>& s
     static_inputs_.push_back(Storage::allocate(device, plan.nbytes[io.tensor], s));
     in_ptrs.push_back(static_inputs_.back()->ptr());
   }
-  // The static outputs share one block (output_offsets()), so that a caller can take them all with one copy
-  // (copy_outputs_block).
+  // The outputs share one block (output_offsets()), so that a caller can take them all with one copy
+  // (copy_outputs_block): first those the captured graph writes (static, copied out), then the tail's.
+  tail_begin_ = tail_start(m, plan);
+  std::set<int32_t> tail_writes;
+  for (size_t i = tail_begin_; i < m.instructions.size(); ++i) {
+    const artifact::Instruction& inst = m.instructions[i];
+    tail_writes.insert(inst.outputs.begin(), inst.outputs.end());
+  }
+  output_offsets_.assign(m.outputs.size(), 0);
   uint64_t end = 0;
-  for (const auto& io : m.outputs) {
-    end = (end + kOutputAlign - 1) / kOutputAlign * kOutputAlign;
-    output_offsets_.push_back(end);
-    end += plan.nbytes[io.tensor];
+  for (bool tail : {false, true}) {
+    for (size_t i = 0; i < m.outputs.size(); ++i) {
+      if ((tail_writes.count(m.outputs[i].tensor) > 0) != tail) continue;
+      end = (end + kOutputAlign - 1) / kOutputAlign * kOutputAlign;
+      output_offsets_[i] = end;
+      end += plan.nbytes[m.outputs[i].tensor];
+    }
+    if (!tail) captured_nbytes_ = end;
   }
   outputs_nbytes_ = end;
-  if (end > 0) static_outputs_ = Storage::allocate(device, end, s);
-  for (uint64_t offset : output_offsets_) {
-    out_ptrs.push_back(static_outputs_ ? static_cast<char*>(static_outputs_->ptr()) + offset : nullptr);
+  if (captured_nbytes_ > 0) static_outputs_ = Storage::allocate(device, captured_nbytes_, s);
+  for (size_t i = 0; i < m.outputs.size(); ++i) {
+    bool captured = tail_writes.count(m.outputs[i].tensor) == 0;
+    out_ptrs.push_back(captured && static_outputs_ ? static_cast<char*>(static_outputs_->ptr()) + output_offsets_[i]
+                                                   : nullptr);
   }
   if (plan.arena_nbytes > 0) arena_ = Storage::allocate(device, plan.arena_nbytes, s);
   // Cached blocks may still be in use by work of an earlier stream with the same handle; the
@@ -64,7 +105,8 @@ CudaGraph::CudaGraph(std::shared_ptr<Graph> graph, const std::vector<int64_t>& s
 
   cuda::stream_begin_capture(s);
   try {
-    g.execute(in_ptrs.data(), out_ptrs.data(), arena_ ? arena_->ptr() : nullptr, s, plan);
+    g.execute(in_ptrs.data(), out_ptrs.data(), arena_ ? arena_->ptr() : nullptr, s, plan, 0,
+              static_cast<int64_t>(tail_begin_));
   } catch (...) {
     try {  // end the (invalidated) capture, so the stream can be destroyed
       void* broken = cuda::stream_end_capture(s);
@@ -133,7 +175,10 @@ void CudaGraph::copy_outputs_block(void* block, void* stream) {
   cuda::set_device(graph_->device().index);
   std::lock_guard<std::mutex> lock(mutex_);
   require_launch();
-  if (outputs_nbytes_ > 0) cuda::memcpy_async(block, static_outputs_->ptr(), outputs_nbytes_, stream);
+  if (captured_nbytes_ > 0) cuda::memcpy_async(block, static_outputs_->ptr(), captured_nbytes_, stream);
+  std::vector<void*> outputs;
+  for (uint64_t offset : output_offsets_) outputs.push_back(static_cast<char*>(block) + offset);
+  run_tail_locked(outputs.data(), stream);
   copies_enqueued(stream);
 }
 
@@ -141,11 +186,20 @@ void CudaGraph::copy_outputs_locked(void* const* outputs, void* stream) {
   const artifact::Manifest& m = graph_->manifest();
   for (size_t i = 0; i < output_offsets_.size(); ++i) {
     uint64_t nbytes = plan_->nbytes[m.outputs[i].tensor];
-    if (nbytes > 0) {
+    if (nbytes > 0 && output_offsets_[i] < captured_nbytes_) {
       cuda::memcpy_async(outputs[i], static_cast<char*>(static_outputs_->ptr()) + output_offsets_[i], nbytes, stream);
     }
   }
+  run_tail_locked(outputs, stream);
   copies_enqueued(stream);
+}
+
+void CudaGraph::run_tail_locked(void* const* outputs, void* stream) {
+  if (tail_begin_ == graph_->manifest().instructions.size()) return;
+  std::vector<const void*> inputs;
+  for (const auto& storage : static_inputs_) inputs.push_back(storage->ptr());
+  // (after the copies out: a tail instruction may read an output the captured graph wrote)
+  graph_->execute(inputs.data(), outputs, arena_ ? arena_->ptr() : nullptr, stream, *plan_, tail_begin_);
 }
 
 void CudaGraph::require_launch() const {

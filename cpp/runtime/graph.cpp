@@ -270,8 +270,8 @@ void Graph::check_buffers(const void* const* inputs, int32_t num_inputs, void* c
   check_outputs(outputs, num_outputs, plan);
 }
 
-void Graph::execute(const void* const* inputs, void* const* outputs, void* arena, void* stream,
-                    const Plan& plan) const {
+void Graph::execute(const void* const* inputs, void* const* outputs, void* arena, void* stream, const Plan& plan,
+                    size_t begin, int64_t end) const {
   const auto& m = manifest_;
   std::vector<void*> addrs(m.tensors.size(), nullptr);
   for (size_t i = 0; i < m.inputs.size(); ++i) addrs[m.inputs[i].tensor] = const_cast<void*>(inputs[i]);
@@ -286,7 +286,8 @@ void Graph::execute(const void* const* inputs, void* const* outputs, void* arena
   }
   std::vector<void*> buffers;
   std::vector<int64_t> dims;
-  for (size_t i = 0; i < m.instructions.size(); ++i) {
+  const size_t stop = end < 0 ? m.instructions.size() : static_cast<size_t>(end);
+  for (size_t i = begin; i < stop; ++i) {
     const artifact::Instruction& inst = m.instructions[i];
     try {
       if (inst.kernel < 0) {

@@ -63,9 +63,10 @@ class Graph {
   // The plan for these symbol values (checked: count, not negative), cached per distinct values.
   std::shared_ptr<const Plan> plan(const std::vector<int64_t>& symbols);
 
-  // Enqueue the instructions with the given input/output/arena addresses (no checks, no locks):
-  // the building block of run() and of CUDA graph capture.
-  void execute(const void* const* inputs, void* const* outputs, void* arena, void* stream, const Plan& plan) const;
+  // Enqueue the instructions [begin, end) (end < 0: to the last) with the given input/output/arena addresses
+  // (no checks, no locks): the building block of run() and of CUDA graph capture.
+  void execute(const void* const* inputs, void* const* outputs, void* arena, void* stream, const Plan& plan,
+               size_t begin = 0, int64_t end = -1) const;
   const Plan& static_plan() const { return *static_plan_; }
 
  private:
@@ -122,6 +123,8 @@ class CudaGraph {
   // Where each output sits in the static outputs' block, and the block's size (copy_outputs_block).
   const std::vector<uint64_t>& output_offsets() const { return output_offsets_; }
   uint64_t outputs_nbytes() const { return outputs_nbytes_; }
+  // The instructions after the captured graph (tail_begin() onwards): see tail_start in cuda_graph.cpp.
+  size_t tail_begin() const { return tail_begin_; }
   static constexpr uint64_t kOutputAlign = 256;
 
  private:
@@ -131,6 +134,9 @@ class CudaGraph {
   std::shared_ptr<Storage> static_outputs_;  // one block: output i at output_offsets_[i]
   std::vector<uint64_t> output_offsets_;
   uint64_t outputs_nbytes_ = 0;
+  size_t tail_begin_ = 0;          // instructions from here on run after the replay, into the caller's outputs
+  uint64_t captured_nbytes_ = 0;   // the block's first bytes: the outputs the captured graph writes
+  void run_tail_locked(void* const* outputs, void* stream);
   std::shared_ptr<Storage> arena_;
   void* cu_graph_ = nullptr;
   void* exec_ = nullptr;

@@ -208,3 +208,38 @@ def test_cuda_graph_outputs_share_one_allocation_and_stay_apart():
         for g, w in zip(got, want):
             assert g.dtype == w.dtype and g.shape == w.shape and g.is_contiguous()
             torch.testing.assert_close(g, w, rtol=2e-3, atol=2e-3)
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize('run', ['block', 'separate'])
+def test_cuda_graph_large_last_outputs_are_written_after_the_replay(run):
+    """The last kernels of a graph that write large outputs alone (8 MiB or more: GPT-2's present keys and values
+    at batch 8) run after each replay, into the caller's outputs, instead of into static buffers copied out
+    (cuda_graph.cpp: the tail). The outputs of a replay, written directly or copied, are each call's own, whether
+    torch's one block (``run``) or the caller's own tensors (the C API's ``copy_outputs``)."""
+    x = hidet.symbol([1024, 2048], 'float16', 'cuda')
+    hidden = ops.relu(x) + 1.0  # read by the kernels below: the graph's own, not an output
+    total = ops.sum(hidden, 1)
+    # the sum, returned twice (so copied out of the captured graph's outputs), then one kernel writing 4 + 4 MiB
+    # (GPT-2's present copies: one batched kernel), the tail
+    outs = [total, total, hidden * 2.0, hidden * 3.0]
+    cg = hidet.trace_from(outs, [x]).build().cuda_graph()
+
+    def expected(t):
+        h = torch.relu(t.float()) + 1.0
+        return [h.sum(1).half(), h.sum(1).half(), (h * 2).half(), (h * 3).half()]
+
+    a, b = (torch.randn(1024, 2048, device='cuda').half() for _ in range(2))
+    if run == 'block':
+        first, second = cg.run([a]), cg.run([b])
+    else:
+        first, second = ([torch.full(tuple(o.shape), float('nan'), device='cuda', dtype=torch.float16) for o in outs]
+                         for _ in range(2))
+        for inputs, outputs in (([a], first), ([b], second)):
+            handle = cg._handle
+            handle.launch([t.data_ptr() for t in inputs], torch.cuda.current_stream().cuda_stream)
+            handle.copy_outputs([t.data_ptr() for t in outputs], torch.cuda.current_stream().cuda_stream)
+    torch.cuda.synchronize()
+    for got, want in [(first, expected(a)), (second, expected(b))]:
+        for g, w in zip(got, want):
+            torch.testing.assert_close(g.float(), w.float(), rtol=2e-2, atol=2e-2)
