@@ -17,7 +17,7 @@ import hidet
 from hidet import ops
 from hidet.backend.codegen import declare_kernel
 from hidet.kernels.matmul import MmaConfig, NotGemm, explain, find_matmul_template, match_gemm, operand_modes
-from hidet.kernels.matmul.mma import check_config
+from hidet.kernels.matmul.config import check_config
 from hidet.kernels.matmul.space import default_config, space
 from hidet.kernels import Template
 from hidet.ir.compute import compute, reduce, tensor_input

@@ -13,7 +13,7 @@ import torch
 import hidet
 from hidet import ops
 from hidet.kernels.matmul import MmaConfig, explain, find_matmul_template, match_gemm
-from hidet.kernels.matmul.mma import check_config
+from hidet.kernels.matmul.config import check_config
 
 from .matmul_cases import fused_tasks, matmul_task
 

@@ -1,7 +1,7 @@
 """Matmul schedule templates (one file per template): the tensor-core template for float16/bfloat16 on
-sm_80+ (mma.py) with its search spaces (space.py) and TMA copies on sm_90 (tma.py), the CPU template
-(cpu.py), what both compute with (values.py) and share as templates (base.py), and the split of a task into
-prologue → matmul → epilogue that lets fused operators use them (spec.py).
+sm_80+ (mma.py) with its configs (config.py), search spaces (space.py) and TMA copies on sm_90 (tma.py), the
+CPU template (cpu.py), what both compute with (values.py) and share as templates (base.py), and the split of a
+task into prologue → matmul → epilogue that lets fused operators use them (spec.py).
 
 ``find_matmul_template(task, target)`` (in hidet.kernels' table): a matmul task (a
 MatmulOp, or a fused operator anchored by one) gets the tensor-core template on CUDA with 16-bit float
@@ -18,7 +18,7 @@ from typing import List, Optional
 from hidet.ir.task import Task
 
 from .base import GemmTemplate
-from .mma import MmaConfig, check_config
+from .config import MmaConfig, check_config
 from .spec import GemmSpec, MMA_DTYPES, NotGemm, explain, match_gemm, operand_modes
 
 MIN_ARCH = 80

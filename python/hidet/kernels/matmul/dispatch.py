@@ -17,7 +17,7 @@ from hidet.ir.task import Task
 from hidet.kernels.matmul.source import template_source
 
 from .base import GemmTemplate
-from .mma import MmaConfig
+from .config import MmaConfig
 from .spec import GemmSpec, NotGemm
 
 BOUNDS = (16, 32, 64, 128, 256, 512, 1024, 2048)  # the ranges' largest m; above the last: the top range

@@ -7,7 +7,7 @@ from typing import List
 
 from hidet.kernels.matmul.mma import build_script_module
 
-from .mma import MmaConfig, kernel_name, tiles, vector_store, vector_width, workspace_floats
+from .config import MmaConfig, kernel_name, tiles, vector_store, vector_width, workspace_floats
 from .values import GemmValues
 from .spec import GemmSpec
 

@@ -10,7 +10,7 @@ from hidet.ir.schedulers.lowering import pow2_ceil
 
 from hidet.kernels.template import sm_count
 
-from .mma import MAX_SMEM, WG_BK, MmaConfig, check_config, smem_bytes, tiles
+from .config import MAX_SMEM, WG_BK, MmaConfig, check_config, smem_bytes, tiles
 from .tma import tma_unsupported
 from .spec import GemmSpec
 
