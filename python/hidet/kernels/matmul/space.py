@@ -25,8 +25,8 @@ LARGE_SHAPES = [(128, 256, 64, 64), (256, 128, 64, 64), (128, 128, 64, 64), (128
 SMALL_SHAPES = [(16, 64, 16, 16), (16, 128, 16, 32), (16, 256, 16, 64), (32, 64, 32, 16), (32, 128, 32, 32),
                 (64, 128, 32, 32)]
 # (BM, BN, WN) of wgmma configs: warpgroups of 64 x WN
-WG_SHAPES = [(128, 256, 256), (128, 192, 192), (128, 128, 128), (64, 256, 256), (64, 128, 128), (128, 64, 64), (64, 256, 128),
-             (64, 64, 64)]
+WG_SHAPES = [(128, 256, 256), (128, 192, 192), (128, 128, 128), (64, 256, 256), (64, 128, 128), (128, 64, 64),
+             (64, 256, 128), (64, 64, 64)]
 WG_MAX_STAGES = 4
 # 64 x 64 wgmma tiles (16 KB a stage) of a dense GEMM keep 6 stages in flight: the skinny GEMMs of transformers at
 # batch 1 stream their weights from DRAM, and 4 stages left them waiting (H100, weights read cold, as in a model:
@@ -138,7 +138,8 @@ def _wg_default(spec: GemmSpec, sms: int):
 LAUNCH_US, WAVE_FILL_US, SPLIT_US = 2.0, 1.0, 2.5
 PARTIALS_BYTES_PER_US = 2.5e6
 SM_TFLOPS = 4.5  # one SM's sustained wgmma rate at 128 x 256 tiles
-TILE_EFFICIENCY = {(128, 256): 1.0, (128, 192): 0.98, (128, 128): 0.95, (128, 64): 0.9, (64, 256): 0.9, (64, 128): 0.85, (64, 64): 0.8}
+TILE_EFFICIENCY = {(128, 256): 1.0, (128, 192): 0.98, (128, 128): 0.95, (128, 64): 0.9, (64, 256): 0.9, (64, 128): 0.85,
+                   (64, 64): 0.8}
 WG_DENSE_SHAPES = ((128, 256, 256), (128, 128, 128), (128, 64, 64), (64, 128, 128), (64, 64, 64))
 # A dense GEMM with 128 x 256 tiles for at least this fraction of a wave takes them, whatever the cost model says: it
 # was fitted at m = 128 and 197, and it puts large tiles too low (H100, cold weights, GPT-2's layers at batch 8 x 512:
