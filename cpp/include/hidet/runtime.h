@@ -439,7 +439,8 @@ HIDET_API int hidet_cuda_graph_run(HidetCudaGraphHandle cuda_graph, const void* 
  * hidet_cuda_graph_copy_outputs then enqueues the copies out on the same stream. The two are one
  * replay: a caller sharing the CUDA graph between threads holds its own lock from the launch to the
  * copies (a launch whose outputs are never copied is simply overwritten by the next one). Copying
- * out with no launch before it is an error.
+ * out with no launch before it is an error. The last kernels of a graph that write large outputs alone
+ * (8 MiB or more) are not captured: the copy out runs them, on the same stream, straight into `outputs`.
  */
 HIDET_API int hidet_cuda_graph_launch(HidetCudaGraphHandle cuda_graph, const void* const* inputs, int32_t num_inputs,
                                       HidetStream stream);
@@ -458,7 +459,8 @@ HIDET_API int hidet_cuda_graph_output_layout(HidetCudaGraphHandle cuda_graph, ui
  * \brief hidet_cuda_graph_copy_outputs in one copy: the whole block of static outputs into `block`, a buffer
  * of at least hidet_cuda_graph_output_layout's `out_nbytes` bytes, where output i then starts at offsets[i]
  * (the bytes between outputs are padding). One copy instead of one per output: GPT-2's 26 copies took 32 µs
- * of the GPU.
+ * of the GPU. The outputs of the graph's uncaptured last kernels (hidet_cuda_graph_copy_outputs) come last in
+ * the block; those kernels write them there.
  */
 HIDET_API int hidet_cuda_graph_copy_outputs_block(HidetCudaGraphHandle cuda_graph, void* block, HidetStream stream);
 
