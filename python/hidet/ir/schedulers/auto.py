@@ -44,7 +44,7 @@ from hidet.ir.schedulers.analysis import depends_on, linear
 from hidet.ir.schedulers.lowering import (CUDA_BLOCK, CUDA_MAX_GRID, Lowering, flat_index, grid_size, pow2_ceil, prod,
                                           row_split, top_reduces, unflatten)
 from hidet.ir.schedulers.rows import RowLoop, conditional, reduces_over_row, row_lanes, row_threads, thread_index
-from hidet.ir.schedulers.vectorize import copy_lanes, vector_copies, vectorized_kernel, vectorized_outputs
+from hidet.ir.schedulers.vectorize import copy_lanes, vector_copies, vectorized_outputs
 from hidet.ir.stmt import Declare, For, Function, If, IRModule, Seq, Stmt, Store
 from hidet.ir.task import Task
 from hidet.ir.type import TensorType
@@ -260,10 +260,14 @@ def _cuda_symbolic(name: str, params: List[Var], out_param: Var, value: Expr, ax
 
 def _injective(name: str, params: List[Var], out_param: Var, value: Expr, axes, shape,
                lowering: Lowering) -> Function:
-    """The vectorized kernel of an injective output, with the scalar one as its fallback (for unaligned
-    buffers), or the scalar one alone."""
-    scalar = _cuda_thread(name, params, out_param, value, axes, shape, lowering)
-    vector = vectorized_kernel(name, params, out_param, value, axes, shape, Lowering(lowering.params))
+    return _injective_outputs(name, params, [(out_param, value, axes)], shape, lowering)
+
+
+def _injective_outputs(name: str, params: List[Var], outputs, shape, lowering: Lowering) -> Function:
+    """The vectorized kernel of injective ``outputs`` ((parameter, value, axes) of one ``shape``), with the scalar
+    one as its fallback (for unaligned buffers), or the scalar one alone."""
+    scalar = _cuda_threads(name, params, outputs, shape, lowering)
+    vector = vectorized_outputs(name, params, outputs, shape, Lowering(lowering.params))
     if vector is None:
         return scalar
     scalar.name = f'{name}_scalar'
@@ -273,14 +277,20 @@ def _injective(name: str, params: List[Var], out_param: Var, value: Expr, axes, 
 
 def _cuda_thread(name: str, params: List[Var], out_param: Var, value: Expr, axes, shape,
                  lowering: Lowering) -> Function:
-    """One thread per output element (a grid-stride loop): injective kernels and column-style
-    reductions with many outputs."""
+    return _cuda_threads(name, params, [(out_param, value, axes)], shape, lowering)
+
+
+def _cuda_threads(name: str, params: List[Var], outputs, shape, lowering: Lowering) -> Function:
+    """One thread per element of ``outputs`` ((parameter, value, axes) of one ``shape``; a grid-stride loop):
+    injective kernels and column-style reductions with many outputs."""
     numel = prod(shape)
     n = Var('n', int64)
     body: List[Stmt] = []
-    element = lowering.value(_element_value(value, axes, shape, n), body, 'thread')
+    for out_param, value, axes in outputs:
+        element = lowering.value(_element_value(value, axes, shape, n), body, 'thread')
+        body.append(Store(out_param, n, element))
     loop = For(n, call('hidet_global_thread_idx', dtype=int64), numel, call('hidet_global_threads', dtype=int64),
-               Seq(body + [Store(out_param, n, element)]))
+               Seq(body))
     return Function(name, params, loop, 'cuda', grid=(grid_size(numel, CUDA_BLOCK),), block=(CUDA_BLOCK,))
 
 
@@ -392,26 +402,12 @@ def _cuda_outputs(task: Task, out_params: List[Var], params: Dict[int, Var], nam
     """The kernel computing every output of ``task`` (_one_kernel_for_all) at each element: vectorized where all
     outputs' reads allow it, with the scalar kernel as its fallback (unaligned buffers), else the scalar one."""
     all_params = [params[id(t)] for t in task.inputs] + out_params
-    shape = task.outputs[0].shape
     outputs = [(p, inline_computes(o.definition.value), o.definition.axes) for p, o in zip(out_params, task.outputs)]
-    numel = prod(shape)
-    lowering = Lowering(params)
-    n = Var('n', int64)
-    body: List[Stmt] = []
-    for out_param, value, axes in outputs:
-        element = lowering.value(_element_value(value, axes, shape, n), body, 'thread')
-        body.append(Store(out_param, n, element))
-    loop = For(n, call('hidet_global_thread_idx', dtype=int64), numel, call('hidet_global_threads', dtype=int64),
-               Seq(body))
-    scalar = Function(name, all_params, loop, 'cuda', grid=(grid_size(numel, CUDA_BLOCK),), block=(CUDA_BLOCK,))
-    scalar.outputs = tuple(range(len(out_params)))
-    vector = vectorized_outputs(name, all_params, outputs, shape, Lowering(params))
-    if vector is None:
-        return scalar
-    scalar.name = f'{name}_scalar'
-    vector.fallback = scalar
-    vector.outputs = scalar.outputs
-    return vector
+    kernel = _injective_outputs(name, all_params, outputs, task.outputs[0].shape, Lowering(params))
+    for f in (kernel, kernel.fallback):
+        if f is not None:
+            f.outputs = tuple(range(len(out_params)))
+    return kernel
 
 
 def schedule_task(task: Task, target: str) -> IRModule:

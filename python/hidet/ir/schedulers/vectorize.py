@@ -155,17 +155,11 @@ def _plan(value: Expr, axes, shape, out_bytes: int) -> Optional[LanePlan]:
         lanes = VECTOR_BYTES // widest
 
 
-def vectorized_kernel(name: str, params: List[Var], out_param: Var, value: Expr, axes, shape,
-                      lowering: Lowering) -> Optional[Function]:
-    """The vectorized kernel of an injective output, or None where its reads do not allow one. Symbolic
-    outer dimensions are fine (the innermost extent is static): the grid then comes from the dims."""
-    return vectorized_outputs(name, params, [(out_param, value, axes)], shape, lowering)
-
-
 def vectorized_outputs(name: str, params: List[Var], outputs: List[Tuple[Var, Expr, list]], shape,
                        lowering: Lowering) -> Optional[Function]:
     """One vectorized kernel computing injective ``outputs`` ((parameter, value, axes) of one ``shape``) at each
-    vector of elements, in vectors of the lanes they all allow; None where a read of one does not allow any."""
+    vector of elements, in vectors of the lanes they all allow; None where a read of one does not allow any.
+    Symbolic outer dimensions are fine (the innermost extent is static): the grid then comes from the dims."""
     symbolic = not all(is_static(s) for s in shape)
     if not shape or not is_static(shape[-1]) or (not symbolic and prod(shape) == 0) or \
             any(collect(value, ReduceCompute) for _, value, _ in outputs):
