@@ -232,11 +232,7 @@ class GemmValues:
         reads of several vectors this way before it stores any, so their latencies overlap: a store between
         two loads would keep them apart (the output may alias an input as far as the compiler knows), and
         GPT-2's residual epilogues at batch 8 (12 vectors a thread) took 7 µs more than the bare GEMM."""
-        at = self.batch_values(bz)
-        at.update({self.spec.m_var: gm, self.spec.n_var: gn})
-        loads, regs = plan.load_registers(lambda e: self.lower(e, at),
-                                          lambda flat: merge_divmod(self.lower(flat, at), static_divisors=False),
-                                          lambda e: self._params[id(e.tensor)], scalars=str(tag))
+        loads, regs = self._epilogue_loads(plan, self._epilogue_at(bz, gm, gn), str(tag))
         decls, work = [], []
         for stmt in loads:
             if isinstance(stmt, Declare):
@@ -256,15 +252,12 @@ class GemmValues:
         reads by vector loads, its broadcast reads once, the epilogue per lane, one vector store. ``reads``:
         those reads issued already (epilogue_reads)."""
         spec, lanes = self.spec, plan.lanes
-        at = self.batch_values(bz)
-        at.update({spec.m_var: gm, spec.n_var: gn})
+        at = self._epilogue_at(bz, gm, gn)
         acc = Var('av', float32, type=TensorType(float32, [lanes], 'register'))
         body = [Declare(acc)] + vector_copies(acc, 0, stage, stage_index, lanes, float32)
         regs = reads
         if regs is None:
-            loads, regs = plan.load_registers(lambda e: self.lower(e, at),
-                                              lambda flat: merge_divmod(self.lower(flat, at), static_divisors=False),
-                                              lambda e: self._params[id(e.tensor)])
+            loads, regs = self._epilogue_loads(plan, at)
             body += loads
         out_reg = Var('ov', spec.out_dtype, type=TensorType(spec.out_dtype, [lanes], 'register'))
         body.append(Declare(out_reg))
@@ -276,6 +269,17 @@ class GemmValues:
             body.append(Store(out_reg, j, self.lower(plan.value, lane)))
         body.append(VectorCopy(self.out, self.out_index(bz, gm, gn), out_reg, 0, lanes))
         return Seq(body)
+
+    def _epilogue_at(self, bz, gm, gn) -> Dict[Var, Expr]:
+        at = self.batch_values(bz)
+        at.update({self.spec.m_var: gm, self.spec.n_var: gn})
+        return at
+
+    def _epilogue_loads(self, plan: LanePlan, at: Dict[Var, Expr], scalars: Optional[str] = None):
+        """``plan.load_registers`` at the epilogue's values ``at`` (``scalars``: see there)."""
+        return plan.load_registers(lambda e: self.lower(e, at),
+                                   lambda flat: merge_divmod(self.lower(flat, at), static_divisors=False),
+                                   lambda e: self._params[id(e.tensor)], scalars=scalars)
 
     def out_index(self, bz, gm, gn) -> Expr:
         return self._at(self.spec.out_index, bz, {self.spec.m_var: gm, self.spec.n_var: gn})
