@@ -66,11 +66,10 @@ CudaGraph::CudaGraph(std::shared_ptr<Graph> graph, const std::vector<int64_t>& s
   Stream stream = Stream::create(device.index);  // private: nothing else is enqueued while capturing
   void* s = stream.handle();
 
-  std::vector<const void*> in_ptrs;
   std::vector<void*> out_ptrs;
   for (const auto& io : m.inputs) {
     static_inputs_.push_back(Storage::allocate(device, plan.nbytes[io.tensor], s));
-    in_ptrs.push_back(static_inputs_.back()->ptr());
+    static_input_ptrs_.push_back(static_inputs_.back()->ptr());
   }
   // The outputs share one block (output_offsets()), so that a caller can take them all with one copy
   // (copy_outputs_block): first those the captured graph writes (static, copied out), then the tail's.
@@ -105,7 +104,7 @@ CudaGraph::CudaGraph(std::shared_ptr<Graph> graph, const std::vector<int64_t>& s
 
   cuda::stream_begin_capture(s);
   try {
-    g.execute(in_ptrs.data(), out_ptrs.data(), arena_ ? arena_->ptr() : nullptr, s, plan, 0,
+    g.execute(static_input_ptrs_.data(), out_ptrs.data(), arena_ ? arena_->ptr() : nullptr, s, plan, 0,
               static_cast<int64_t>(tail_begin_));
   } catch (...) {
     try {  // end the (invalidated) capture, so the stream can be destroyed
@@ -196,10 +195,8 @@ void CudaGraph::copy_outputs_locked(void* const* outputs, void* stream) {
 
 void CudaGraph::run_tail_locked(void* const* outputs, void* stream) {
   if (tail_begin_ == graph_->manifest().instructions.size()) return;
-  std::vector<const void*> inputs;
-  for (const auto& storage : static_inputs_) inputs.push_back(storage->ptr());
   // (after the copies out: a tail instruction may read an output the captured graph wrote)
-  graph_->execute(inputs.data(), outputs, arena_ ? arena_->ptr() : nullptr, stream, *plan_, tail_begin_);
+  graph_->execute(static_input_ptrs_.data(), outputs, arena_ ? arena_->ptr() : nullptr, stream, *plan_, tail_begin_);
 }
 
 void CudaGraph::require_launch() const {

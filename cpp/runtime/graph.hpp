@@ -131,6 +131,7 @@ class CudaGraph {
   std::shared_ptr<Graph> graph_;  // kept alive: its kernels and weights are in the captured graph
   std::shared_ptr<const Graph::Plan> plan_;  // the layout (and sizes) of the captured shape
   std::vector<std::shared_ptr<Storage>> static_inputs_;
+  std::vector<const void*> static_input_ptrs_;  // their addresses (the capture's and the tail's inputs)
   std::shared_ptr<Storage> static_outputs_;  // one block: output i at output_offsets_[i]
   std::vector<uint64_t> output_offsets_;
   uint64_t outputs_nbytes_ = 0;
