@@ -15,7 +15,7 @@ from hidet.lang.cuda import (activemask, atomic_add, atomic_cas, atomic_exchange
                              cp_async_wait_group, dynamic_shared_memory, ldmatrix, mma_sync, shared_tensor,
                              shfl_down_sync, shfl_sync, shfl_up_sync, shfl_xor_sync, syncthreads, syncthreads_and,
                              syncthreads_count, syncthreads_or, syncwarp, threadfence, threadfence_block, threadIdx,
-                             fence_proxy_async, wgmma, wgmma_commit_group, wgmma_fence, wgmma_wait_group,
+                             fence_proxy_async, wgmma, wgmma_commit_group, wgmma_fence, wgmma_rs, wgmma_wait_group,
                              fence_mbarrier_init, mbarrier_arrive_expect_tx, mbarrier_init, mbarrier_wait,
                              named_barrier_sync, tensor_map, tma_load_im2col, cluster_load_f32x4, cluster_rank,
                              cluster_sync)
@@ -205,10 +205,11 @@ def intrinsics_module():
     return script_module
 
 
-def wgmma_module(dtype=f16, b_k_major: bool = True):
+def wgmma_module(dtype=f16, b_k_major: bool = True, a_registers: bool = False):
     """One warpgroup: C[64, 64] = A[64, 64] @ B with wgmma from 128-byte-swizzled shared memory. A is k-major
     (rows of 64 k); B is given k-major (``bt[n, k]``) or n-major (``b[k, n]``): the same swizzled rows, read
-    transposed or not."""
+    transposed or not. ``a_registers``: A from registers (wgmma_rs), each warp's m16n8k16 A fragments of its 16
+    rows loaded from global memory."""
     def at(r, c):  # element offset of (row r, column c) in a tile of 64-element (128-byte) swizzled rows
         return r * 64 + ((c // 8) ^ (r % 8)) * 8 + c % 8
 
@@ -232,15 +233,24 @@ def wgmma_module(dtype=f16, b_k_major: bool = True):
             fence_proxy_async()
             syncthreads()
             acc = register_tensor(f32, [32])
-            wgmma_fence()
-            for ks in unroll(range(4)):
-                wgmma(~acc[0], ~sa[ks * 16], ~sb[ks * 16 if b_k_major else ks * 16 * 64], 64, False,
-                      not b_k_major, 0, 0 if b_k_major else 64 * 64 * 2, ks > 0)
-            wgmma_commit_group()
-            wgmma_wait_group(0)
             w = tid // 32
             g = tid % 32 // 4
             t = tid % 4
+            af = register_tensor(dtype, [4, 8])  # (a_registers) the warp's A fragments of the 4 k16 steps
+            if a_registers:
+                for ks in unroll(range(4)):
+                    for e in unroll(range(8)):  # rows g, g + 8 (e / 2 % 2); k 2t, 2t + 1 (e % 2), + 8 (e / 4)
+                        af[ks, e] = a[w * 16 + g + e // 2 % 2 * 8, ks * 16 + e // 4 * 8 + 2 * t + e % 2]
+            wgmma_fence()
+            for ks in unroll(range(4)):
+                if a_registers:
+                    wgmma_rs(~acc[0], ~af[ks, 0], ~sb[ks * 16 if b_k_major else ks * 16 * 64], 64, not b_k_major,
+                             0 if b_k_major else 64 * 64 * 2, ks > 0)
+                else:
+                    wgmma(~acc[0], ~sa[ks * 16], ~sb[ks * 16 if b_k_major else ks * 16 * 64], 64, False,
+                          not b_k_major, 0, 0 if b_k_major else 64 * 64 * 2, ks > 0)
+            wgmma_commit_group()
+            wgmma_wait_group(0)
             for j in unroll(range(8)):  # per warp: rows 16w.., the layout of 8 mma m16n8 tiles
                 c[w * 16 + g, j * 8 + 2 * t] = acc[j * 4]
                 c[w * 16 + g, j * 8 + 2 * t + 1] = acc[j * 4 + 1]
@@ -345,7 +355,9 @@ ALL_MODULES = {'naive_matmul': naive_matmul_module, 'tiled_matmul': tiled_matmul
                'reduction': reduction_module, 'mma_f16': lambda: mma_module(f16), 'mma_bf16': lambda: mma_module(bf16),
                'intrinsics': intrinsics_module}
 WGMMA_MODULES = {'wgmma_f16_k_major': lambda: wgmma_module(f16, True),
-                 'wgmma_bf16_n_major': lambda: wgmma_module(bf16, False)}
+                 'wgmma_bf16_n_major': lambda: wgmma_module(bf16, False),
+                 'wgmma_rs_f16_n_major': lambda: wgmma_module(f16, False, True),
+                 'wgmma_rs_bf16_k_major': lambda: wgmma_module(bf16, True, True)}
 
 
 # ---------------------------------------------------------------------------------------------- compile (no GPU)
@@ -373,7 +385,8 @@ def test_wgmma_script_compiles_for_sm90(name):
     _nvcc_or_skip()
     with hidet.option.context(cuda_arch='sm_90'):
         built = WGMMA_MODULES[name]().build()
-    assert 'hidet::lang::wgmma_m64k16<64, 0, ' in built.source and 'dynamic_smem_aligned<1024>' in built.source
+    call = 'hidet::lang::wgmma_m64k16_rs<64, ' if '_rs_' in name else 'hidet::lang::wgmma_m64k16<64, 0, '
+    assert call in built.source and 'dynamic_smem_aligned<1024>' in built.source
 
 
 @pytest.mark.parametrize('case', list(IM2COL_CASES))
@@ -418,6 +431,10 @@ def test_wgmma_argument_errors():
         wgmma(acc, sa, sa, 32)
     with pytest.raises(TypeError, match='float32 accumulators'):
         wgmma(sa, sa, sa, 64)
+    with pytest.raises(ValueError, match='wgmma_rs: n must be one of'):
+        wgmma_rs(acc, sa, sa, 256)
+    with pytest.raises(TypeError, match='trans_b must be a Python bool'):
+        wgmma_rs(acc, sa, sa, 64, 1)
     with pytest.raises(ValueError, match='align must be a power of two'):
         dynamic_shared_memory(0, f16, 1000)
     with pytest.raises(ValueError, match='barrier must be 1 to 15'):

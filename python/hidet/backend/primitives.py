@@ -39,6 +39,7 @@ PRIMITIVES: Dict[str, tuple] = {
     'cuda_mma_m16n8k8_tf32_f32': (('cuda',), 'hidet::lang::mma_m16n8k8_tf32_f32({0}, {1}, {2})'),
     'cuda_dynamic_smem_aligned': (('cuda',), '(({T}*)(hidet::lang::dynamic_smem_aligned<{align}>() + ({0})))'),
     'cuda_wgmma_m64k16': (('cuda',), 'hidet::lang::wgmma_m64k16<{n}, {trans_a}, {trans_b}, {a_lbo}, {b_lbo}>({0}, {1}, {2}, (int)({3}))'),
+    'cuda_wgmma_rs_m64k16': (('cuda',), 'hidet::lang::wgmma_m64k16_rs<{n}, {trans_b}, {b_lbo}>({0}, {1}, {2}, (int)({3}))'),
     'cuda_wgmma_fence': (('cuda',), 'hidet::lang::wgmma_fence()'),
     'cuda_wgmma_commit_group': (('cuda',), 'hidet::lang::wgmma_commit_group()'),
     'cuda_wgmma_wait_group': (('cuda',), 'hidet::lang::wgmma_wait_group<{n}>()'),

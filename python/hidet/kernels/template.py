@@ -25,6 +25,13 @@ from typing import Any, List, Optional
 from hidet.ir.task import Task
 
 DEFAULT_SMS = 132  # an H100 SXM; the GPU's own count when one is visible
+WGMMA_ARCH = 90  # wgmma is sm_90's (sm_100 has tcgen05 instead)
+
+
+def arch_number(arch: str) -> int:
+    """90 of 'sm_90' (and of 'sm_90a')."""
+    digits = ''.join(ch for ch in arch[len('sm_'):] if ch.isdigit())
+    return int(digits) if digits else 0
 
 
 def sm_count() -> int:

@@ -20,7 +20,7 @@ __all__ = ['threadIdx', 'blockIdx', 'blockDim', 'gridDim', 'warp_size', 'syncthr
            'shfl_up_sync', 'shfl_down_sync', 'shfl_xor_sync', 'ballot_sync', 'activemask', 'atomic_add',
            'atomic_sub', 'atomic_max', 'atomic_min', 'atomic_exchange', 'atomic_cas', 'shared_tensor',
            'register_tensor', 'dynamic_shared_memory', 'cp_async', 'cp_async_commit_group', 'cp_async_wait_group',
-           'cp_async_wait_all', 'ldmatrix', 'mma_sync', 'wgmma', 'wgmma_fence', 'wgmma_commit_group',
+           'cp_async_wait_all', 'ldmatrix', 'mma_sync', 'wgmma', 'wgmma_rs', 'wgmma_fence', 'wgmma_commit_group',
            'wgmma_wait_group', 'fence_proxy_async', 'mbarrier_init', 'fence_mbarrier_init', 'mbarrier_arrive',
            'mbarrier_arrive_expect_tx', 'mbarrier_wait', 'tma_load', 'cluster_rank', 'cluster_sync',
            'cluster_load_f32x4']
@@ -308,6 +308,29 @@ def wgmma(acc, a, b, n: int, trans_a: bool = False, trans_b: bool = False, a_lbo
     accumulate = cast(_scalar(accumulate, 'wgmma: accumulate'), 'int32')
     return PrimCall('cuda_wgmma_m64k16', [acc, a, b, accumulate], void,
                     {'n': n, 'trans_a': int(trans_a), 'trans_b': int(trans_b), 'a_lbo': a_lbo, 'b_lbo': b_lbo})
+
+
+WGMMA_RS_NS = (64, 128)
+
+
+def wgmma_rs(acc, a, b, n: int, trans_b: bool = False, b_lbo: int = 0, accumulate=True):
+    """``acc += A @ B`` for a warpgroup as ``wgmma`` does, with A (64 x 16) from registers: ``a`` points to the
+    warp's 8 values of its 16 rows, laid out as mma m16n8k16's A fragment (rows lane / 4 and + 8, k 2 (lane % 4)
+    .. + 1 and + 8: the accumulators of two neighbouring n8 tiles of an earlier wgmma, converted to f16 / bf16,
+    are one). ``b``: a 16 x ``n`` tile in shared memory (``n`` 64 or 128), as for ``wgmma``."""
+    n = _const_int(n, 'wgmma_rs: n', WGMMA_RS_NS)
+    if not isinstance(trans_b, bool):
+        raise TypeError('wgmma_rs: trans_b must be a Python bool')
+    b_lbo = _const_int(b_lbo, 'wgmma_rs: b_lbo')
+    acc, a, b = as_pointer(acc, 'wgmma_rs: acc'), as_pointer(a, 'wgmma_rs: a'), as_pointer(b, 'wgmma_rs: b')
+    if pointee(acc).name != 'float32':
+        raise TypeError(f'wgmma_rs: acc must point to float32 accumulators, got {pointee(acc)}')
+    if pointee(a).name not in ('float16', 'bfloat16') or pointee(b) != pointee(a):
+        raise TypeError(f'wgmma_rs: a and b must both point to float16 or bfloat16 values, got {pointee(a)} and '
+                        f'{pointee(b)}')
+    accumulate = cast(_scalar(accumulate, 'wgmma_rs: accumulate'), 'int32')
+    return PrimCall('cuda_wgmma_rs_m64k16', [acc, a, b, accumulate], void,
+                    {'n': n, 'trans_b': int(trans_b), 'b_lbo': b_lbo})
 
 
 def wgmma_fence():

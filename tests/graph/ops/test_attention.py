@@ -143,8 +143,18 @@ def test_tensor_core_kernel_space_and_sources_compile_with_nvcc():
         pytest.skip('nvcc not found')
     sources = [t.source(t.default()) for t in templates] + [templates[1].source(AttentionConfig(128, 64))]
     assert all('mma_m16n8k16' in s and 'ldmatrix<4, true>' in s for s in sources)
+    # sm_90: the warpgroup kernel's configs too, for head sizes 64 and 128 (q·k and v sizes may differ)
+    wg_sources = []
+    for case in MMA_CASES:
+        t = find_attention_template(_mma_task(*case, device='cpu'), 'cuda', 'sm_90')
+        wg = [c for c in t.space(2) if c.wgmma]
+        assert len(wg) == (4 if case[3] in (64, 128) and case[4] in (64, 128) else 0), t.title
+        assert not [c for c in find_attention_template(_mma_task(*case, device='cpu'), 'cuda', 'sm_80').space(2)
+                    if c.wgmma]
+        wg_sources += [t.source(c) for c in wg[::3]]  # (64 rows in tiles of 64 keys, 128 in tiles of 128)
+    assert len(wg_sources) == 4 and all('wgmma_m64k16_rs' in s for s in wg_sources)
     with hidet.option.context(cuda_arch='sm_90'):
-        paths = build_libraries([(s, 'cuda', 'attention-template-test') for s in sources])
+        paths = build_libraries([(s, 'cuda', 'attention-template-test') for s in sources + wg_sources])
     with hidet.option.context(cuda_arch='sm_80'):
         paths += build_libraries([(sources[0], 'cuda', 'attention-template-test')])
     assert all(os.path.exists(p) for p in paths)

@@ -242,6 +242,22 @@ __device__ __forceinline__ void wgmma_m64k16(float* d, const T* a, const T* b, i
   }
 }
 
+// The same with A from registers: `a` points to the warp's m16n8k16 A fragment (8 values: rows 16w + lane / 4
+// and + 8, k 2 (lane % 4) .. + 1 and + 8) of its 16 rows of the 64 x 16 tile.
+template <int N, int TB, int BLBO, typename T>
+__device__ __forceinline__ void wgmma_m64k16_rs(float* d, const T* a, const T* b, int accumulate) {
+  static_assert(N == 64 || N == 128, "wgmma_m64k16_rs: N is 64 or 128");
+  constexpr bool F16 = std::is_same<T, __half>::value;
+  static_assert(F16 || std::is_same<T, __nv_bfloat16>::value, "wgmma_m64k16_rs: float16 or bfloat16 operands");
+  const uint32_t* ra = reinterpret_cast<const uint32_t*>(a);
+  const uint64_t db = wgmma_desc(b, BLBO, 1024);
+  if constexpr (N == 64) {
+    if constexpr (F16) wgmma_m64n64k16_f16_rs<TB>(d, ra, db, accumulate); else wgmma_m64n64k16_bf16_rs<TB>(d, ra, db, accumulate);
+  } else {
+    if constexpr (F16) wgmma_m64n128k16_f16_rs<TB>(d, ra, db, accumulate); else wgmma_m64n128k16_bf16_rs<TB>(d, ra, db, accumulate);
+  }
+}
+
 // Named barrier `ID` (1..15) of `THREADS` threads (whole warps) of the block.
 template <int ID, int THREADS>
 __device__ __forceinline__ void named_barrier_sync() {

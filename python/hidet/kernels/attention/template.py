@@ -23,8 +23,8 @@ from hidet.ir.expr import BufferLoad, SymbolVar, Var, binary, call, cast, conver
 from hidet.ir.schedulers.lowering import broadcast_indices, flat_index, prod as _prod, row_major_strides, unflatten
 from hidet.ir.task import Task
 from hidet.ir.type import TensorType
-from hidet.kernels.attention import mma
-from hidet.kernels.template import Template, sm_count
+from hidet.kernels.attention import mma, wgmma
+from hidet.kernels.template import WGMMA_ARCH, Template, arch_number, sm_count
 
 CPU_MAX_KEYS = 16384  # the row buffer lives on the thread's stack (64 KiB)
 CUDA_MAX_HEAD = 128
@@ -36,14 +36,17 @@ MMA_KEYS = (32, 64)  # and keys per tile
 
 @dataclass(frozen=True)
 class AttentionConfig:
-    rows: int  # query rows per CUDA block (a warp per row, or with mma 16 per warp); 1 on the CPU
-    keys: int = 0  # mma: keys per tile (0: the fp32 kernel, a tile of 32)
+    rows: int  # query rows per CUDA block (a warp per row, with mma 16 per warp, with wgmma 64 a warpgroup)
+    keys: int = 0  # mma / wgmma: keys per tile (0: the fp32 kernel, a tile of 32)
+    wgmma: bool = False  # sm_90: the warpgroup kernel (wgmma.py) instead of mma.sync's (mma.py)
 
     @property
     def mma(self) -> bool:
         return self.keys > 0
 
     def name(self) -> str:
+        if self.wgmma:
+            return f'wg_r{self.rows}_k{self.keys}'
         return f'mma_r{self.rows}_k{self.keys}' if self.mma else f'r{self.rows}'
 
     def as_dict(self) -> dict:
@@ -284,9 +287,10 @@ class AttentionTemplate(Template):
     name = 'attention-v1'
     config_class = AttentionConfig
 
-    def __init__(self, task: Task, target: str):
+    def __init__(self, task: Task, target: str, wgmma: bool = False):
         self.shape = AttentionShape(task)
         self.target = target
+        self.wgmma = wgmma  # an sm_90 GPU: the spaces hold the warpgroup kernel's configs where it applies
 
     @property
     def title(self) -> str:
@@ -298,8 +302,12 @@ class AttentionTemplate(Template):
         if not mma.unsupported(self.shape):
             if level == 0:
                 return [self._mma_default()]
-            return [AttentionConfig(r, k) for r in MMA_ROWS for k in MMA_KEYS
-                    if mma.smem_bytes(self.shape, r, k) <= mma.MAX_SMEM]
+            configs = [AttentionConfig(r, k) for r in MMA_ROWS for k in MMA_KEYS
+                       if mma.smem_bytes(self.shape, r, k) <= mma.MAX_SMEM]
+            if self.wgmma and not wgmma.unsupported(self.shape):  # (not yet the default: see wgmma.py)
+                configs += [AttentionConfig(r, k, True) for r in wgmma.WG_ROWS for k in wgmma.WG_KEYS
+                            if wgmma.smem_bytes(self.shape, r, k) <= wgmma.MAX_SMEM]
+            return configs
         return [AttentionConfig(8)] if level == 0 else [AttentionConfig(r) for r in (8, 4, 16)]
 
     def _mma_default(self) -> AttentionConfig:
@@ -322,7 +330,8 @@ class AttentionTemplate(Template):
         from hidet.backend.codegen import forwarding_launch, generate
 
         if config.mma:
-            script = generate(mma.build_module(self.shape, config, _kernel_name(self.shape, config, 'cuda'))
+            kernels = wgmma if config.wgmma else mma
+            script = generate(kernels.build_module(self.shape, config, _kernel_name(self.shape, config, 'cuda'))
                               .ir_module())
         else:
             build = _cpu_module if self.target == 'cpu' else _cuda_module
@@ -336,12 +345,21 @@ class AttentionTemplate(Template):
 
 
 def find_attention_template(task: Task, target: str, arch: Optional[str] = None) -> Optional[AttentionTemplate]:
-    """The template of ``task`` on ``target``, or None (``arch`` does not matter: one kernel serves sm_80 on)."""
+    """The template of ``task`` on ``target``, or None. ``arch`` (None: the current options' or the GPU's): on
+    sm_90 the spaces hold the warpgroup kernel's configs too."""
     if task.name != 'attention' or 'causal' not in task.attrs:
         return None
     if task.symbols() and target != 'cuda':  # the CPU kernel keeps a row of scores on the stack: static lengths
         return None
-    template = AttentionTemplate(task, target)
+    if target == 'cuda' and arch is None:
+        # (Hidet Script and the code generator load when a kernel is built: import hidet stays light)
+        from hidet.backend.compiler import cuda_arch
+
+        try:
+            arch = cuda_arch()
+        except Exception:  # noqa: BLE001 - no GPU and no arch set: mma.sync's kernels, as on sm_80
+            arch = None
+    template = AttentionTemplate(task, target, wgmma=arch is not None and arch_number(arch) == WGMMA_ARCH)
     shape = template.shape
     if not (isinstance(shape.d, int) and isinstance(shape.dv, int)):
         return None

@@ -16,13 +16,13 @@ from __future__ import annotations
 from typing import List, Optional
 
 from hidet.ir.task import Task
+from hidet.kernels.template import WGMMA_ARCH, arch_number
 
 from .base import GemmTemplate
 from .config import MmaConfig, check_config
 from .spec import GemmSpec, MMA_DTYPES, NotGemm, explain, match_gemm, operand_modes
 
 MIN_ARCH = 80
-WGMMA_ARCH = 90  # wgmma is sm_90's (sm_100 has tcgen05 instead)
 
 
 class MmaMatmulTemplate(GemmTemplate):
@@ -55,11 +55,6 @@ class MmaMatmulTemplate(GemmTemplate):
 
     def check(self, config: MmaConfig) -> str:
         return check_config(self.spec, config)
-
-
-def _arch_number(arch: str) -> int:
-    digits = ''.join(ch for ch in arch[len('sm_'):] if ch.isdigit())
-    return int(digits) if digits else 0
 
 
 CPU_DTYPES = ('float32', 'float16', 'bfloat16')
@@ -102,11 +97,11 @@ def find_matmul_template(task: Task, target: str, arch: Optional[str] = None):
             arch = cuda_arch()
         except Exception:  # noqa: BLE001 - no GPU and no arch set: the build fails later with a clear error
             return None
-    if _arch_number(arch) < MIN_ARCH:
+    if arch_number(arch) < MIN_ARCH:
         return None
     if spec.merged_epilogue:  # not yet run on a GPU with this template: the auto-scheduler keeps these
         return None
-    return MmaMatmulTemplate(spec, wgmma=_arch_number(arch) == WGMMA_ARCH)
+    return MmaMatmulTemplate(spec, wgmma=arch_number(arch) == WGMMA_ARCH)
 
 
 def _find_symbolic(task: Task, target: str, arch: Optional[str]):

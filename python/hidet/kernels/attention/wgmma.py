@@ -1,0 +1,260 @@
+"""Attention on sm_90's warpgroup tensor cores (wgmma), fp16 / bf16, head sizes 64 and 128, flash-attention style.
+
+The online softmax, its masks and causal and sequence-end tests are mma.py's; what differs is how the two
+products run:
+
+- A block owns ``rows`` query rows (64 a warpgroup: one or two warpgroups) of one flattened batch entry and
+  walks the keys in tiles of ``keys`` (64 or 128).
+- global → shared: 16-byte cp.async copies of every thread, zero-filled past the sequence ends, into wgmma's
+  128-byte swizzle (the 16-byte chunk c of a 128-byte row r at c ^ (r % 8)): q's tile once and k's rows
+  K-major (rows of 64 head values, a block of them per 64 of the head size); v's rows N-major (blocks of
+  [keys][64 value columns]). k's and v's tiles are double-buffered: the next tile's copies are in flight while
+  the warpgroups compute on this one.
+- scores: ``wgmma m64n{keys}k16`` per 16 of the head size, both operands from shared memory, into fp32
+  accumulators laid out as mma.sync's m16n8 tiles (warp w of a warpgroup: rows 16w..16w+15).
+- p v: the probabilities, rounded to the input dtype, are the A operand of ``wgmma m64n{dv}k16`` straight from
+  registers (two neighbouring n8 score tiles are one k16 A fragment), v's tile the B operand from shared memory.
+
+Each product waits for its wgmmas before the softmax or the next tile reads their accumulators; overlapping
+the softmax of one tile with the scores of the next (two warpgroups in turn) is not done yet.
+"""
+from __future__ import annotations
+
+from hidet.ir.expr import SymbolVar, cast, select
+
+from .mma import LOG2E, LOWEST, MMA_DTYPES
+
+WG_HEADS = (64, 128)  # head sizes (of q·k and of v) the kernel takes
+WG_ROWS = (64, 128)  # query rows per block: one or two warpgroups
+WG_KEYS = (64, 128)  # keys per tile: the n of the scores' wgmma
+ALIGN = 1024  # the 128-byte swizzle's period: tiles start at multiples of it
+MAX_SMEM = 227 * 1024
+
+
+def unsupported(shape) -> str:
+    """Why the wgmma kernel cannot run ``shape`` (an AttentionShape); '' when it can."""
+    dtypes = {t.dtype.name for t in shape.task.inputs[:3]}
+    if len(dtypes) != 1 or next(iter(dtypes)) not in MMA_DTYPES:
+        return f'q, k, v are {sorted(dtypes)}, not all float16 or all bfloat16'
+    for what, n in (('head size', shape.d), ('value head size', shape.dv)):
+        if n not in WG_HEADS:
+            return f'{what} {n} is not one of {WG_HEADS}'
+    if not shape.aligned(8):
+        return 'a row of q, k, v or the output does not start at a multiple of 8 elements (16-byte copies)'
+    return ''
+
+
+def smem_bytes(shape, rows: int, keys: int) -> int:
+    return (rows * shape.d + 2 * keys * shape.d + 2 * keys * shape.dv) * 2 + ALIGN - 16
+
+
+def swizzled(rows: int):
+    """``at(r, c)``: the element offset of column c (a multiple of 8) of row r in a tile of ``rows`` rows stored
+    as blocks of [rows][64 columns] with the 128-byte swizzle (K-major q and k: columns are the head; N-major
+    v: rows are keys, columns the value's)."""
+    return lambda r, c: c // 64 * (rows * 64) + r * 64 + ((c % 64 // 8) ^ (r % 8)) * 8
+
+
+def build_module(shape, cfg, name: str):
+    # (Hidet Script and the code generator load when a kernel is built: import hidet, which reads the
+    # templates through the fusion policy, stays light)
+    import hidet
+    from hidet.lang import attr, f32, i64, register_tensor, view
+    from hidet.lang.cuda import (blockIdx, cp_async, cp_async_commit_group, cp_async_wait_group,
+                                 dynamic_shared_memory, fence_proxy_async, shfl_xor_sync, syncthreads, threadIdx,
+                                 wgmma, wgmma_commit_group, wgmma_fence, wgmma_rs, wgmma_wait_group)
+    from hidet.lang.math import exp2, max as fmax
+
+    why = unsupported(shape)
+    if why:
+        raise ValueError(f'attention wgmma kernel for {shape.text()}: {why}')
+    q, k, v = shape.ins[:3]
+    out = shape.out
+    dt = shape.in_dtype
+    NB, SQ, SK, D, DV = shape.batch, shape.sq, shape.sk, shape.d, shape.dv
+    ROWS, KEYS = cfg.rows, cfg.keys
+    THREADS = ROWS * 2  # a warpgroup (128 threads) per 64 rows
+    Q_ELEMS, K_ELEMS, V_ELEMS = ROWS * D, KEYS * D, KEYS * DV
+    SMEM = smem_bytes(shape, ROWS, KEYS)
+    NT = KEYS // 8  # n8 tiles of a warp's scores
+    DK = D // 16  # k16 steps of q kᵀ
+    PK = KEYS // 16  # k16 steps of p v
+    ON = DV // 8  # n8 tiles of the output
+    Q_CH, K_CH, V_CH = D // 8, D // 8, DV // 8  # 16-byte chunks per row
+    Q_RS, K_RS, V_RS, O_RS = (shape.row_stride(w) for w in range(4))  # elements between rows
+    q_at, k_at, v_at = swizzled(ROWS), swizzled(KEYS), swizzled(KEYS)
+    V_LBO = KEYS * 64 * 2  # bytes between v's 64-column blocks (wgmma's leading byte offset, N-major)
+    CAUSAL = shape.causal
+    MASKED = shape.mask_kind != 'none'
+    SCALE2 = float(shape.scale) * LOG2E
+    FULL = 0xFFFFFFFF
+    HALVES, PAIR, FOUR = [0, 1], [0, 1], [0, 1, 2, 3]
+    NTS, DKS, PKS, ONS = (list(range(x)) for x in (NT, DK, PK, ON))
+
+    def score2(acc, b, i, j):
+        """The score in log2 units, after the mask (the causal and sequence-end tests are the caller's)."""
+        if not MASKED:
+            return acc * SCALE2
+        return shape.masked(acc * float(shape.scale), b, i, j, causal=False) * LOG2E
+
+    with hidet.script_module() as module:
+        @hidet.script
+        def attention_wgmma():
+            attr.func_name = name
+            attr.cuda_grid_dim = (SQ + (ROWS - 1)) // ROWS, NB
+            attr.cuda_block_dim = THREADS
+            attr.cuda_dynamic_smem_bytes = SMEM
+            qs = view(dynamic_shared_memory(0, dt, ALIGN), dt[Q_ELEMS])
+            ks = view(dynamic_shared_memory(Q_ELEMS * 2, dt, ALIGN), dt[2, K_ELEMS])
+            vs = view(dynamic_shared_memory((Q_ELEMS + 2 * K_ELEMS) * 2, dt, ALIGN), dt[2, V_ELEMS])
+            tid = threadIdx.x
+            lane = tid % 32
+            warp = tid / 32
+            wg = warp / 4  # the warpgroup: rows 64 wg .. of the block
+            g = lane / 4  # the lane's group and index in it (the accumulators' m16n8 layout)
+            t4 = lane % 4
+            b = blockIdx.y
+            q0 = blockIdx.x * ROWS
+            q_base = i64(shape.base(0, b))
+            k_base = i64(shape.base(1, b))
+            v_base = i64(shape.base(2, b))
+            kv_end = SK
+            if CAUSAL:
+                kv_end = min(SK, q0 + ROWS)
+            tiles = (kv_end + (KEYS - 1)) / KEYS
+
+            for x in range(tid, ROWS * Q_CH, THREADS):
+                r = x / Q_CH
+                ok = q0 + r < SQ
+                cp_async(~qs[q_at(r, x % Q_CH * 8)], q + (q_base + i64(q0 + r if ok else 0) * Q_RS + x % Q_CH * 8),
+                         16, 16 if ok else 0)
+            cp_async_commit_group()
+            for x in range(tid, KEYS * K_CH, THREADS):
+                r = x / K_CH
+                ok = r < SK
+                cp_async(~ks[0, k_at(r, x % K_CH * 8)], k + (k_base + i64(r if ok else 0) * K_RS + x % K_CH * 8),
+                         16, 16 if ok else 0)
+            for x in range(tid, KEYS * V_CH, THREADS):
+                r = x / V_CH
+                ok = r < SK
+                cp_async(~vs[0, v_at(r, x % V_CH * 8)], v + (v_base + i64(r if ok else 0) * V_RS + x % V_CH * 8),
+                         16, 16 if ok else 0)
+            cp_async_commit_group()
+
+            pf = register_tensor(dt, [PK, 8])
+            sacc = register_tensor(f32, [NT, 4])
+            oacc = register_tensor(f32, [ON, 4])
+            top = register_tensor(f32, [2])  # running maximum (log2 units) of the lane's two rows
+            total = register_tensor(f32, [2])  # the lane's share of the running row sums
+            for n in ONS:
+                for e in FOUR:
+                    oacc[n, e] = 0.0
+            for h in HALVES:
+                top[h] = LOWEST
+                total[h] = 0.0
+            row0 = q0 + warp * 16 + g  # the lane's rows: row0 and row0 + 8
+
+            for tile in range(tiles):
+                buf = tile % 2
+                j0 = tile * KEYS
+                if tile + 1 < tiles:  # the next tile's copies, into the other buffer
+                    for x in range(tid, KEYS * K_CH, THREADS):
+                        r = x / K_CH
+                        ok = j0 + KEYS + r < SK
+                        cp_async(~ks[1 - buf, k_at(r, x % K_CH * 8)],
+                                 k + (k_base + i64(j0 + KEYS + r if ok else 0) * K_RS + x % K_CH * 8), 16,
+                                 16 if ok else 0)
+                    for x in range(tid, KEYS * V_CH, THREADS):
+                        r = x / V_CH
+                        ok = j0 + KEYS + r < SK
+                        cp_async(~vs[1 - buf, v_at(r, x % V_CH * 8)],
+                                 v + (v_base + i64(j0 + KEYS + r if ok else 0) * V_RS + x % V_CH * 8), 16,
+                                 16 if ok else 0)
+                cp_async_commit_group()
+                cp_async_wait_group(1)  # everything but the copies just issued has landed
+                fence_proxy_async()  # (the copies' writes, visible to wgmma's reads once the barrier follows)
+                syncthreads()
+
+                # scores of the warpgroup's 64 rows against the tile's keys: k16 steps of the head, within
+                # 64-wide blocks of q's and k's tiles (a step is 16 values, 32 bytes, into a swizzled row)
+                wgmma_fence()
+                for kk in DKS:
+                    wgmma(~sacc[0, 0], ~qs[kk // 4 * (ROWS * 64) + wg * 64 * 64 + kk % 4 * 16],
+                          ~ks[buf, kk // 4 * (KEYS * 64) + kk % 4 * 16], KEYS, False, False, 0, 0, kk > 0)
+                wgmma_commit_group()
+                wgmma_wait_group(0)
+
+                # online softmax (mma.py's): new maxima, probabilities in place of the scores; a tile with
+                # keys past the end or, causal, after the warp's first row runs the tests (tested = 1)
+                edge = 0 if j0 + KEYS <= SK else 1
+                if CAUSAL:
+                    edge = 0 if j0 + KEYS <= SK and j0 + KEYS - 1 <= q0 + warp * 16 else 1
+                for tested in PAIR:
+                    if edge == tested:
+                        for h in HALVES:
+                            row = row0 + h * 8
+                            rc = row if row < SQ else SQ - 1
+                            tile_top: f32 = LOWEST
+                            for n in NTS:
+                                for c in PAIR:
+                                    j = j0 + n * 8 + t4 * 2 + c
+                                    jc = j if j < SK else SK - 1
+                                    s = score2(sacc[n, h * 2 + c], b, rc, jc)
+                                    if tested == 1:
+                                        ok = j < SK
+                                        if CAUSAL:
+                                            ok = ok and j <= row
+                                        s = select(ok, s, LOWEST)
+                                    sacc[n, h * 2 + c] = s
+                                    tile_top = fmax(tile_top, s)
+                            tile_top = fmax(tile_top, shfl_xor_sync(FULL, tile_top, 1))
+                            tile_top = fmax(tile_top, shfl_xor_sync(FULL, tile_top, 2))
+                            new_top = fmax(top[h], tile_top)
+                            correction = exp2(top[h] - new_top)
+                            top[h] = new_top
+                            part: f32 = 0.0
+                            for n in NTS:
+                                for c in PAIR:
+                                    p = exp2(sacc[n, h * 2 + c] - new_top)
+                                    if tested == 1:
+                                        j = j0 + n * 8 + t4 * 2 + c
+                                        ok = j < SK
+                                        if CAUSAL:
+                                            ok = ok and j <= row0 + h * 8
+                                        p = select(ok, p, 0.0)
+                                    sacc[n, h * 2 + c] = p
+                                    part += p
+                            total[h] = total[h] * correction + part
+                            for n in ONS:
+                                for c in PAIR:
+                                    oacc[n, h * 2 + c] = oacc[n, h * 2 + c] * correction
+
+                # p v: the probabilities as A fragments from registers (two n8 score tiles make one k16 step);
+                # v's tile N-major, a k16 step 16 of its rows
+                for kk in PKS:
+                    for e in FOUR:
+                        pf[kk, e] = cast(sacc[2 * kk, e], dt)
+                        pf[kk, 4 + e] = cast(sacc[2 * kk + 1, e], dt)
+                wgmma_fence()
+                for kk in PKS:
+                    wgmma_rs(~oacc[0, 0], ~pf[kk, 0], ~vs[buf, kk * 16 * 64], DV, True, V_LBO)
+                wgmma_commit_group()
+                wgmma_wait_group(0)
+                syncthreads()  # every warpgroup is done with this buffer before the next tile's copies refill it
+
+            o_base = i64(shape.base(3, b))
+            for h in HALVES:
+                s = total[h]
+                s += shfl_xor_sync(FULL, s, 1)
+                s += shfl_xor_sync(FULL, s, 2)
+                row = row0 + h * 8
+                if row < SQ:
+                    for n in ONS:
+                        for c in PAIR:
+                            out[o_base + i64(row) * O_RS + n * 8 + t4 * 2 + c] = \
+                                cast(oacc[n, h * 2 + c] / s, shape.out_dtype)
+
+    kernel = module.functions[-1]
+    kernel.params[:0] = shape.ins + [out]
+    kernel.params += [SymbolVar(s) for s in shape.task.symbols()]
+    return module
