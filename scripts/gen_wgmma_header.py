@@ -4,7 +4,7 @@ accumulator registers, so the wrappers are generated rather than written by hand
 ``python scripts/gen_wgmma_header.py``."""
 import os
 
-NS = (64, 128, 192, 256)
+NS = (16, 32, 64, 128, 192, 256)
 RS_NS = (64, 128)  # A from registers (attention's p v: the probabilities, head sizes 64 and 128)
 DTYPES = ('f16', 'bf16')  # the PTX type names, also the wrappers' suffixes
 

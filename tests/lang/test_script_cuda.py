@@ -428,7 +428,7 @@ def test_wgmma_argument_errors():
     sa = hidet.ir.expr.Var('sa', f16, type=hidet.ir.type.TensorType(f16, [64], 'pointer'))
     acc = hidet.ir.expr.Var('acc', f32, type=hidet.ir.type.TensorType(f32, [32], 'pointer'))
     with pytest.raises(ValueError, match='wgmma: n must be one of'):
-        wgmma(acc, sa, sa, 32)
+        wgmma(acc, sa, sa, 48)
     with pytest.raises(TypeError, match='float32 accumulators'):
         wgmma(sa, sa, sa, 64)
     with pytest.raises(ValueError, match='wgmma_rs: n must be one of'):

@@ -279,7 +279,7 @@ def mma_sync(a, b, c, shape: str = 'm16n8k16'):
     return PrimCall(name, [a, b, c], void)
 
 
-WGMMA_NS = (64, 128, 192, 256)
+WGMMA_NS = (16, 32, 64, 128, 192, 256)
 
 
 def wgmma(acc, a, b, n: int, trans_a: bool = False, trans_b: bool = False, a_lbo: int = 0, b_lbo: int = 0,

@@ -669,7 +669,7 @@ def test_convolutions_copied_by_cp_async_keep_two_tiles_in_flight():
     ((4096, 768, 3072), '128x192x64_w64x192_p4_wg_tma'),
     ((4096, 2304, 768), '128x192x64_w64x192_p4_wg_tma'),
     ((4096, 3072, 768), '128x256x64_w64x256_p4_wg_tma'),
-    ((128, 16, 96), '64x64x64_w64x64_p6_wg'),  # narrower than every tile
+    ((128, 16, 96), '64x64x64_w64x64_p6_wg_tma'),  # narrower than every tile of an n-major B (TMA zero-fills)
 ])
 def test_wgmma_defaults_follow_the_cost_model(shape, config):
     m, n, k = shape
@@ -713,3 +713,22 @@ def test_epilogue_reads_are_issued_before_the_stores():
     stores = [i for i, line in enumerate(lines) if re.search(r'copy_vector<16>\(out_', line)]
     assert len(loads) == 2 * 12 and len(stores) == 12
     assert max(loads) < min(stores)
+
+
+@pytest.mark.parametrize('shape,config', [
+    ((3136, 24, 144), '64x16x64_w64x16_p6_wg_tma'),  # mobilenet_v2's 1x1 convolution 144 -> 24 at 56 x 56
+    ((784, 32, 192), '64x16x64_w64x16_p6_wg_tma'),
+    ((3136, 144, 24), '128x64x64_w64x64_p4_wg_tma'),  # 64 or more columns: the dense tiles
+])
+def test_narrow_gemms_take_narrow_wgmma_tiles(shape, config):
+    """A GEMM narrower than 64 columns with a k-major B (a channels-last 1x1 convolution's weight) takes one
+    warpgroup's 64 x 16 or 64 x 32 tiles (more blocks than 64 x 64 tiles that are mostly padding); an n-major B
+    cannot (its shared tile is blocks of 64 columns), and wider GEMMs keep the dense shapes."""
+    m, n, k = shape
+    (task,) = fused_tasks(lambda a, b: ops.matmul(a, ops.transpose(b, [1, 0])), ([m, k], 'float16'),
+                          ([n, k], 'float16'))
+    spec = find_matmul_template(task, 'cuda', 'sm_90').spec
+    assert spec.b.k_major
+    assert default_config(spec, 132, wgmma=True).name() == config
+    assert 'n-major B' in check_config(match_gemm(matmul_task([m, k], [k, n])), MmaConfig(64, 16, 64, 64, 16, 6, 1,
+                                                                                          True))

@@ -227,11 +227,16 @@ __device__ __forceinline__ void fence_proxy_async() { asm volatile("fence.proxy.
 
 template <int N, int TA, int TB, int ALBO, int BLBO, typename T>
 __device__ __forceinline__ void wgmma_m64k16(float* d, const T* a, const T* b, int accumulate) {
-  static_assert(N == 64 || N == 128 || N == 192 || N == 256, "wgmma_m64k16: N is 64, 128, 192 or 256");
+  static_assert(N == 16 || N == 32 || N == 64 || N == 128 || N == 192 || N == 256,
+                "wgmma_m64k16: N is 16, 32, 64, 128, 192 or 256");
   constexpr bool F16 = std::is_same<T, __half>::value;
   static_assert(F16 || std::is_same<T, __nv_bfloat16>::value, "wgmma_m64k16: float16 or bfloat16 operands");
   const uint64_t da = wgmma_desc(a, ALBO, 1024), db = wgmma_desc(b, BLBO, 1024);
-  if constexpr (N == 64) {
+  if constexpr (N == 16) {
+    if constexpr (F16) wgmma_m64n16k16_f16<TA, TB>(d, da, db, accumulate); else wgmma_m64n16k16_bf16<TA, TB>(d, da, db, accumulate);
+  } else if constexpr (N == 32) {
+    if constexpr (F16) wgmma_m64n32k16_f16<TA, TB>(d, da, db, accumulate); else wgmma_m64n32k16_bf16<TA, TB>(d, da, db, accumulate);
+  } else if constexpr (N == 64) {
     if constexpr (F16) wgmma_m64n64k16_f16<TA, TB>(d, da, db, accumulate); else wgmma_m64n64k16_bf16<TA, TB>(d, da, db, accumulate);
   } else if constexpr (N == 128) {
     if constexpr (F16) wgmma_m64n128k16_f16<TA, TB>(d, da, db, accumulate); else wgmma_m64n128k16_bf16<TA, TB>(d, da, db, accumulate);

@@ -55,7 +55,7 @@ def is_tf32(spec: GemmSpec) -> bool:
 
 
 WG_ALIGN = 1024  # the 128-byte swizzle's period: wgmma tiles start at multiples of it
-WG_NS = (64, 128, 192, 256)  # a warpgroup's n: wgmma's shapes (hidet.lang.cuda.WGMMA_NS, kept light here)
+WG_NS = (16, 32, 64, 128, 192, 256)  # a warpgroup's n: wgmma's shapes (hidet.lang.cuda.WGMMA_NS, kept light here)
 WG_BK = BOX_K  # k of a wgmma config's tile: one 128-byte row of 16-bit values, as TMA's boxes
 
 
@@ -110,7 +110,9 @@ def check_config(spec: GemmSpec, cfg: MmaConfig) -> str:
         if spec.mma_dtype.nbytes != 2:
             return 'wgmma configs multiply float16/bfloat16 operands'
         if c.wm != 64 or c.wn not in WG_NS or c.bm % 64 or c.bn % c.wn or c.bk != WG_BK:
-            return 'a wgmma config has warpgroup tiles of 64 x (64, 128, 192 or 256), k-tiles of 64'
+            return 'a wgmma config has warpgroup tiles of 64 x (16, 32, 64, 128, 192 or 256), k-tiles of 64'
+        if c.bn % 64 and not spec.b.k_major:
+            return 'an n-major B is stored in blocks of 64 columns: tiles narrower than 64 need a k-major B'
         if not 1 <= c.warps // 4 <= 2:
             return 'a wgmma config has 1 or 2 warpgroups'
         if c.stages < 3:

@@ -26,7 +26,7 @@ SMALL_SHAPES = [(16, 64, 16, 16), (16, 128, 16, 32), (16, 256, 16, 64), (32, 64,
                 (64, 128, 32, 32)]
 # (BM, BN, WN) of wgmma configs: warpgroups of 64 x WN
 WG_SHAPES = [(128, 256, 256), (128, 192, 192), (128, 128, 128), (64, 256, 256), (64, 128, 128), (128, 64, 64),
-             (64, 256, 128), (64, 64, 64)]
+             (64, 256, 128), (64, 64, 64), (64, 32, 32), (64, 16, 16)]  # (the last two: GEMMs narrower than 64 alone)
 WG_MAX_STAGES = 4
 # 64 x 64 wgmma tiles (16 KB a stage) of a dense GEMM keep 6 stages in flight: the skinny GEMMs of transformers at
 # batch 1 stream their weights from DRAM, and 4 stages left them waiting (H100, weights read cold, as in a model:
@@ -139,8 +139,12 @@ LAUNCH_US, WAVE_FILL_US, SPLIT_US = 2.0, 1.0, 2.5
 PARTIALS_BYTES_PER_US = 2.5e6
 SM_TFLOPS = 4.5  # one SM's sustained wgmma rate at 128 x 256 tiles
 TILE_EFFICIENCY = {(128, 256): 1.0, (128, 192): 0.98, (128, 128): 0.95, (128, 64): 0.9, (64, 256): 0.9, (64, 128): 0.85,
-                   (64, 64): 0.8}
+                   (64, 64): 0.8, (64, 32): 0.6, (64, 16): 0.4}  # (the last two not fitted: guesses)
 WG_DENSE_SHAPES = ((128, 256, 256), (128, 128, 128), (128, 64, 64), (64, 128, 128), (64, 64, 64))
+# GEMMs narrower than 64 (1x1 convolutions to 16-32 channels in mobile networks) with a k-major B: one
+# warpgroup's 64 x 32 or 64 x 16 tiles, more blocks than 64 x 64 tiles of which half or more is padding (cuBLAS
+# runs such layers in 64 x 8 tiles)
+WG_NARROW_SHAPES = ((64, 32, 32), (64, 16, 16))
 # A dense GEMM with 128 x 256 tiles for at least this fraction of a wave takes them, whatever the cost model says: it
 # was fitted at m = 128 and 197, and it puts large tiles too low (H100, cold weights, GPT-2's layers at batch 8 x 512:
 # 4096x768x3072 34.3 µs in 128 x 256 tiles, 0.73 of a wave, against 41.8 in 128 x 128 and 53.3 in the modelled
@@ -167,8 +171,9 @@ def _wg_dense_default(spec: GemmSpec, sms: int) -> MmaConfig:
     (64 x 64 tiles: WG_SMALL_TILE_STAGES), copied by TMA where it can (e.g. 128 x 3072 x 768: 64 x 64 tiles, 96
     blocks, 4.7 µs against 8.1 for 64 x 128 split 2; 128 x 768 x 3072: 64 x 64 split 4)."""
     large = _fits(spec, 128, 256) and _tiles(spec, 128, 256) >= LARGE_TILES_MIN_WAVE * sms
+    narrow = WG_NARROW_SHAPES if spec.n < 64 and spec.b.k_major else ()
     best = None
-    for bm, bn, wn in LARGE_WG_SHAPES if large else WG_DENSE_SHAPES:
+    for bm, bn, wn in LARGE_WG_SHAPES if large else WG_DENSE_SHAPES + narrow:
         if not _fits(spec, bm, bn):
             continue
         for split in (1,) if large else (1, 2, 4, 8):
@@ -178,9 +183,9 @@ def _wg_dense_default(spec: GemmSpec, sms: int) -> MmaConfig:
             if best is None or cost < best[0] - 1e-9:
                 best = (cost, bm, bn, wn, split)
     if best is None:  # narrower than every tile (n or m < 64): the smallest, if check_config takes it at all
-        return wg_config(spec, 64, 64, 64, sms, stages=6)
+        best = (0.0, 64, 64, 64, default_split(spec, 64, 64, WG_BK, sms))
     _, bm, bn, wn, split = best
-    cfg = MmaConfig(bm, bn, WG_BK, 64, wn, WG_SMALL_TILE_STAGES if (bm, bn) == (64, 64) else WG_MAX_STAGES, split,
+    cfg = MmaConfig(bm, bn, WG_BK, 64, wn, WG_SMALL_TILE_STAGES if bm * bn <= 64 * 64 else WG_MAX_STAGES, split,
                     True)
     while cfg.stages > 3 and smem_bytes(spec, cfg) > MAX_SMEM:
         cfg = replace(cfg, stages=cfg.stages - 1)
@@ -238,7 +243,8 @@ def _space(spec: GemmSpec, level: int, sms: int, wgmma: bool = False) -> List[Mm
     first = default_config(spec, sms, wgmma)
     if level == 0:
         return [first]
-    wg_shapes = [s for s in WG_SHAPES if _fits(spec, s[0], s[1])] if wgmma and spec.mma_dtype.nbytes == 2 else []
+    wg_shapes = [s for s in WG_SHAPES if _fits(spec, s[0], s[1]) and (s[1] >= 64 or spec.n < 64)] \
+        if wgmma and spec.mma_dtype.nbytes == 2 else []
     if wg_shapes and spec.m > 64:
         return _wgmma_space(spec, level, sms, first, wg_shapes)
     shapes = [s for s in (SMALL_SHAPES if spec.m <= 64 else LARGE_SHAPES) + (LARGE_SHAPES if spec.m <= 64 else [])
