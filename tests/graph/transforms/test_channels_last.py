@@ -176,3 +176,28 @@ def test_padded_stem_and_channels_last_pools_match_torch(batch):
         [n for n in opt.nodes if 'pool2d' in n.task.name]
     assert pools and all(n.inputs[0].shape[-1] == 16 for n in pools), [n.task.name for n in opt.nodes]
     torch.testing.assert_close(opt(hidet.from_torch(x)).torch(), _stem_torch(x, w), rtol=1e-4, atol=1e-4)
+
+
+def test_pooled_inputs_are_not_padded():
+    """Squeeze-excitation (efficientnet): the pooled input of its second 1x1 convolution has 20 channels, one
+    pixel; its channels are not padded to 24 (a pad kernel for a matrix-vector product), and the block matches
+    torch."""
+    g = torch.Generator().manual_seed(0)
+    w1, b1 = torch.randn(20, 80, 1, 1, generator=g) * 0.1, torch.randn(20, generator=g) * 0.1
+    w2, b2 = torch.randn(80, 20, 1, 1, generator=g) * 0.1, torch.randn(80, generator=g) * 0.1
+    x = torch.randn(2, 80, 7, 7, generator=g)
+
+    def se_torch(t):
+        s = F.silu(F.conv2d(F.adaptive_avg_pool2d(t, 1), w1, b1))
+        return t * torch.sigmoid(F.conv2d(s, w2, b2))
+
+    xs = hidet.symbol([2, 80, 7, 7])
+    c = hidet.from_torch
+    s = ops.silu(ops.conv2d(ops.adaptive_avg_pool2d(xs, 1), c(w1)) + ops.reshape(c(b1), [1, 20, 1, 1]))
+    y = xs * ops.sigmoid(ops.conv2d(s, c(w2)) + ops.reshape(c(b2), [1, 80, 1, 1]))
+    with PassContext() as ctx:
+        ctx.set_channels_last(True)
+        opt = hidet.graph.optimize(hidet.trace_from(y, [xs]))
+    convs = [n for n in opt.nodes if 'conv2d_channels_last' in n.task.name]
+    assert len(convs) == 2 and not [n for n in opt.nodes if 'pad' in n.task.name], [n.task.name for n in opt.nodes]
+    torch.testing.assert_close(opt(c(x)).torch(), se_torch(x), rtol=1e-4, atol=1e-4)
