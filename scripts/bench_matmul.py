@@ -18,6 +18,12 @@ outrun the L2 cache, as a model's weights come from DRAM (a GEMM timed on one B 
 launch). ``--linear``: torch's side is the model's ``F.linear(a, w, bias)`` (w [N, K]), not ``torch.matmul``.
 
     python scripts/bench_matmul.py 128x768x3072 --cold --linear --candidates --configs 64x64x64_w64x64_p8_s8_wg_tma
+
+``--resnet50 N``: the shapes are resnet50's distinct convolutions at batch N (each layer once: 1x1, 3x3, strided,
+the downsampling 1x1s), the per-layer table against cuDNN; with ``--epilogue``, each with a residual block's
+epilogue beside it.
+
+    python scripts/bench_matmul.py --resnet50 32 --epilogue
 """
 from __future__ import annotations
 
@@ -179,6 +185,26 @@ def conv_case(shape: str, dtype: str):
             lambda w_: torch.nn.functional.conv2d(x_nchw, w_.permute(0, 3, 1, 2), padding=pad, stride=stride), op_fn)
 
 
+def resnet50_convolutions(batch: int):
+    """conv: shapes of resnet50's distinct convolutions at ``batch``, stem aside (torchvision's v1.5: a
+    bottleneck's stride on its 3x3; each stage's first block also has a strided 1x1 downsampling)."""
+    shapes, size, channels = [], 56, 64
+    for width, first_stride in ((64, 1), (128, 2), (256, 2), (512, 2)):
+        out, after = width * 4, size // first_stride
+        strided = f's{first_stride}' if first_stride > 1 else ''
+        shapes += [f'conv:{batch}x{channels}x{size}x{size}x{width}x1x1',  # first block's reduce
+                   f'conv:{batch}x{width}x{size}x{size}x{width}x3x3p1{strided}',
+                   f'conv:{batch}x{width}x{after}x{after}x{out}x1x1',  # expand
+                   f'conv:{batch}x{channels}x{size}x{size}x{out}x1x1{strided}']  # downsampling
+        if first_stride > 1:  # later blocks: reduce and 3x3 at the stage's own size
+            shapes += [f'conv:{batch}x{out}x{after}x{after}x{width}x1x1',
+                       f'conv:{batch}x{width}x{after}x{after}x{width}x3x3p1']
+        else:
+            shapes += [f'conv:{batch}x{out}x{after}x{after}x{width}x1x1']
+        size, channels = after, out
+    return list(dict.fromkeys(shapes))
+
+
 def with_epilogue(op_fn, a, b, c, gelu: bool = False):
     """(task, inputs, expected output) of relu(op_fn(a, b) + shift + residual) as one fused kernel: a per-column
     shift (a constant) and a residual input of C's shape; ``gelu``: gelu_tanh(op_fn(a, b) + shift) instead, a
@@ -209,7 +235,8 @@ def main() -> None:
     from hidet.kernels import find
 
     parser = argparse.ArgumentParser()
-    parser.add_argument('shapes', nargs='+', help='MxNxK or conv:NxCxHxWxKxRxS[pP][sS] (channels-last)')
+    parser.add_argument('shapes', nargs='*', help='MxNxK or conv:NxCxHxWxKxRxS[pP][sS] (channels-last)')
+    parser.add_argument('--resnet50', type=int, metavar='N', help="also resnet50's convolutions at batch N")
     parser.add_argument('--space', type=int, nargs='+', default=[0])
     parser.add_argument('--dtype', default='f16', choices=['f16', 'bf16'])
     parser.add_argument('--calls', type=int, default=20)
@@ -224,8 +251,11 @@ def main() -> None:
     parser.add_argument('--gelu', action='store_true', help='--epilogue: gelu_tanh(C + shift) instead')
     args = parser.parse_args()
     dtype = {'f16': 'float16', 'bf16': 'bfloat16'}[args.dtype]
+    shapes = args.shapes + (resnet50_convolutions(args.resnet50) if args.resnet50 else [])
+    if not shapes:
+        parser.error('no shapes: name some, or --resnet50 N')
     rows = []
-    for shape in args.shapes:
+    for shape in shapes:
         if shape.startswith('conv'):
             task, (a, b), c, flops, torch_fn, op_fn = conv_case(shape, dtype)
         else:
