@@ -140,6 +140,9 @@ class CodeGen:
         if e.op in ('/', '%') and self.invariant is not None and e.dtype.name in _SIGNED_INTS and \
                 self.launch_invariant(e.b):
             return self.fast_divmod(e.op, self.cast(self.expr(e.a), e.a.dtype, e.dtype), e.b, e.dtype)
+        tanh = self.one_plus_tanh_argument(e)
+        if tanh is not None:
+            return f'hidet::one_plus_tanh({self.expr(tanh)})'
         a, b = self.expr(e.a), self.expr(e.b)
         if operand_type is not None:
             a, b = self.cast(a, e.a.dtype, operand_type), self.cast(b, e.b.dtype, operand_type)
@@ -148,6 +151,19 @@ class CodeGen:
         if e.op == '%' and e.dtype.is_float():
             return f'std::fmod({a}, {b})' if self.target == 'cpu' else f'fmod({a}, {b})'
         return f'({a} {e.op} {b})'
+
+    @staticmethod
+    def one_plus_tanh_argument(e: Binary) -> Optional[Expr]:
+        """z where ``e`` is ``1 + tanh(z)`` in float: GELU-tanh's factor, emitted as ``hidet::one_plus_tanh``
+        (2 sigmoid(2z), which has no cancellation for negative z and, on the GPU, costs two special-function
+        instructions instead of tanhf's twenty)."""
+        if e.op != '+' or not e.dtype.is_float() or compute_type(e.dtype) != 'float':
+            return None
+        for one, tanh in ((e.a, e.b), (e.b, e.a)):
+            if isinstance(one, Constant) and one.value == 1 and isinstance(tanh, Call) and tanh.func == 'tanh' \
+                    and tanh.dtype == e.dtype:
+                return tanh.args[0]
+        return None
 
     def launch_invariant(self, e: Expr) -> bool:
         """Whether integer expression ``e`` is computed from the kernel's unassigned scalar parameters (at
@@ -205,8 +221,8 @@ class CodeGen:
                    f'{self.cast(self.expr(b), b.dtype, e.dtype)})'
         args = [self.cast(self.expr(a), a.dtype, e.dtype if e.dtype.is_float() else a.dtype) for a in e.args]
         joined = ', '.join(args)
-        if e.func == 'rsqrt':
-            return f'hidet::rsqrt({joined})'
+        if e.func in ('rsqrt', 'sigmoid'):
+            return f'hidet::{e.func}({joined})'
         if e.func == 'abs':
             return f'std::abs({joined})' if self.target == 'cpu' else f'abs({joined})'
         if e.func == 'round':  # half to even, as torch.round

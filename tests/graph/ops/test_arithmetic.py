@@ -1,4 +1,6 @@
 """Elementwise operators against torch, on fresh random inputs, every device and several dtypes."""
+import math
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -48,6 +50,21 @@ UNARY = [
 def test_unary_float(name, hidet_fn, torch_fn, positive, dtype, device):
     x = rand([3, 33], dtype, device, positive) * 3
     check(hidet_fn(hidet.from_torch(x)), torch_fn(x))
+
+
+@pytest.mark.parametrize('dtype', ['float32', 'float16'])
+def test_activations_far_into_both_tails(dtype, device):
+    """sigmoid, silu and GELU-tanh where e^-x overflows and 1 + tanh(z) cancels (the GPU computes them from its
+    approximate exp2 and reciprocal: hidet::sigmoid, hidet::one_plus_tanh)."""
+    x = torch.cat([torch.linspace(-60, 60, 481), torch.tensor([-1e4, 1e4, 0.0, -0.0, 1e-6, -1e-6])])
+    x = x.to(getattr(torch, dtype)).to(device)
+    h = hidet.from_torch(x)
+    check(ops.sigmoid(h), torch.sigmoid(x))
+    check(ops.silu(h), F.silu(x))
+    check(ops.gelu(h, 'tanh'), F.gelu(x, approximate='tanh'))
+    k = math.sqrt(2.0 / math.pi)  # GPT-2's written-out form: 1 + tanh(z) found inside the fused expression
+    check(0.5 * h * (1.0 + ops.tanh(k * (h + 0.044715 * ops.pow(h, 3.0)))),
+          0.5 * x * (1.0 + torch.tanh(k * (x + 0.044715 * torch.pow(x, 3.0)))))
 
 
 @pytest.mark.parametrize('dtype', ['int32', 'int64', 'int8'])

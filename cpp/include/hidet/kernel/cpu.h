@@ -74,5 +74,9 @@ inline void copy_vector(void* dst, const void* src) { std::memcpy(dst, src, Byte
 
 inline float rsqrt(float x) { return 1.0f / std::sqrt(x); }
 inline double rsqrt(double x) { return 1.0 / std::sqrt(x); }
+inline float sigmoid(float x) { return 1.0f / (1.0f + std::exp(-x)); }
+inline double sigmoid(double x) { return 1.0 / (1.0 + std::exp(-x)); }
+inline float one_plus_tanh(float x) { return 1.0f + std::tanh(x); }
+inline double one_plus_tanh(double x) { return 1.0 + std::tanh(x); }
 
 }  // namespace hidet

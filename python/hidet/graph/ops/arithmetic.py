@@ -126,7 +126,7 @@ def cast_(x: Tensor, dtype) -> Tensor:
 
 # ---------------------------------------------------------------- activations
 def _sigmoid(a: Expr) -> Expr:
-    return 1.0 / (1.0 + call('exp', -a))
+    return call('sigmoid', a)  # (one call: the GPU computes it from its approximate exp2 and reciprocal)
 
 
 def relu(x: Tensor) -> Tensor: return unary(x, lambda a: maximum(a, 0), 'relu')
