@@ -144,7 +144,7 @@ def attention() -> None:
 
     from hidet.backend.cache import build_libraries
     from hidet.graph.ops.attention import AttentionOp
-    from hidet.kernels.attention import AttentionTemplate
+    from hidet.kernels.attention import find_attention_template
     from hidet.runtime.compiled_module import CompiledModule
 
     # (name, batch x heads, query rows, keys, head size, mask: none / add / causal)
@@ -160,7 +160,7 @@ def attention() -> None:
         args = [hidet.from_torch(t) for t in (q, k, v) + ((mask,) if mask is not None else ())]
         op = AttentionOp(*[hidet.symbol_like(a) for a in args[:3]],
                          hidet.symbol_like(args[3]) if mask is not None else None, d ** -0.5, kind == 'causal')
-        template = AttentionTemplate(op.task, 'cuda')
+        template = find_attention_template(op.task, 'cuda')  # (this GPU's: on sm_90 the wgmma configs too)
         prepared.append((name, (q, k, v, mask, kind), template, template.space(2)))
     sources = [(t.source(c), 'cuda', 'attention') for _, _, t, configs in prepared for c in configs]
     paths = iter(build_libraries(sources))  # in parallel
