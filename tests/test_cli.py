@@ -1,6 +1,7 @@
 """The hidet command line: paths, cache, and benchmarks (small, on the CPU)."""
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -95,6 +96,11 @@ def test_bench_profile_and_default_backends(capsys):
     assert rc == 0 and 'on cpu' in out
     assert out.count('per call in') == 2  # a kernel table per backend
     assert 'hidet speed-up over it' in out
+    # --profile ROWS: the ROWS longest kernels, the rest summed in one row
+    rc = main(['bench', 'matmul', '16', '8', '4', '--dtype', 'f32', '--warmup', '1', '--repeat', '2', '--profile', '0',
+               '--backends', 'hidet'])
+    out = capsys.readouterr().out
+    assert rc == 0 and re.search(r'\(\d+ more\)', out), out
 
 
 def test_bench_cold_compiles_from_empty_caches(monkeypatch, tmp_path, capsys):

@@ -46,8 +46,9 @@ def add_parser(sub) -> None:
         p.add_argument('--backends', default=None,
                        help=f'comma-separated, of {",".join(BACKENDS)}; default: hidet,eager,inductor-ro on cuda, '
                             'hidet,eager,inductor on cpu (the baseline with the same kind of launch as hidet\'s)')
-        p.add_argument('--profile', action='store_true',
-                       help="print each backend's kernels of one call (torch.profiler): time, launches, share")
+        p.add_argument('--profile', nargs='?', const=15, type=int, metavar='ROWS',
+                       help="print each backend's kernels of one call (torch.profiler): time, launches, share; "
+                            'the ROWS longest (15), the rest summed')
         p.add_argument('--space', type=int, default=None, choices=[0, 1, 2],
                        help="hidet's search space (tuning level); default 0, for a model the --mode's "
                             '(max-autotune: 2)')
@@ -341,8 +342,8 @@ def _run(args) -> int:
         medians = _interleaved_medians(calls, args.device, args.warmup, args.repeat)
         for backend, call in calls.items():
             results[backend] = (medians[backend], compile_times[backend])
-            if args.profile:
-                profiles[backend] = _profile(call, args.device)
+            if args.profile is not None:
+                profiles[backend] = _profile(call, args.device, top=args.profile)
     hidet_ms = results['hidet'][0] if 'hidet' in results else None
     rows = []
     for backend, (ms, compile_s) in results.items():
