@@ -301,27 +301,38 @@ class AttentionTemplate(Template):
             return [AttentionConfig(1)]
         if not mma.unsupported(self.shape):
             if level == 0:
-                return [self._mma_default()]
+                return [self._default()]
             configs = [AttentionConfig(r, k) for r in MMA_ROWS for k in MMA_KEYS
                        if mma.smem_bytes(self.shape, r, k) <= mma.MAX_SMEM]
-            if self.wgmma and not wgmma.unsupported(self.shape):  # (not yet the default: see wgmma.py)
+            if self._takes_wgmma():
                 configs += [AttentionConfig(r, k, True) for r in wgmma.WG_ROWS for k in wgmma.WG_KEYS
                             if wgmma.smem_bytes(self.shape, r, k) <= wgmma.MAX_SMEM]
             return configs
         return [AttentionConfig(8)] if level == 0 else [AttentionConfig(r) for r in (8, 4, 16)]
 
-    def _mma_default(self) -> AttentionConfig:
+    def _takes_wgmma(self) -> bool:
+        """Whether the warpgroup kernel (sm_90) can run this task."""
+        return self.wgmma and not wgmma.unsupported(self.shape)
+
+    def _default(self) -> AttentionConfig:
         """64 query rows a block (4 warps); key tiles of 64, or 32 for head sizes over 64. Where blocks of 64
         rows fill less than half the SMs, 32 rows and tiles of 32 keys. On the H100 (``python
         scripts/bench_ops.py --attention``, µs): gpt2 at batch 1, 24 blocks of 64 rows, 6.17 in 32 x 32 against
         6.65 in 64 x 64; llama 6.05 against 6.56; vit (48 blocks) 7.90 against 8.13; bert 7.35 against 7.32.
         With more blocks 64 x 64 was the fastest, or within 1.5% of it: gpt2 and bert at batch 8 and 512
         tokens, head size 128 at 1024 tokens, 80 at 300 (120 blocks: 32 x 32 took 13.59 against 12.04). 16 rows
-        a block lost up to 10% at batch 1 and 2x at 512 tokens."""
+        a block lost up to 10% at batch 1 and 2x at 512 tokens.
+
+        On sm_90, with those larger problems at static sizes, the warpgroup kernel in 64 rows and tiles of 64 keys
+        (wg_r64_k64) where it applies: gpt2 at batch 8 and 512 tokens 32.5 against mma.sync's 35.9 (torch's sdpa
+        19.6), bert 61.5 against 69.4 (34.5), head size 128 at 1024 tokens 71.0 against 74.2 (31.4). At batch 1
+        it won only bert's (6.42 in 64 x 128 against 7.51)."""
         shape = self.shape
-        if isinstance(shape.batch, int) and isinstance(shape.sq, int) and -(-shape.sq // 64) * shape.batch < \
-                sm_count() // 2:
+        static = all(isinstance(x, int) for x in (shape.batch, shape.sq, shape.sk))
+        if static and -(-shape.sq // 64) * shape.batch < sm_count() // 2:
             return AttentionConfig(32, 32)
+        if static and self._takes_wgmma():
+            return AttentionConfig(64, 64, True)
         return AttentionConfig(64, 64 if max(shape.d, shape.dv) <= 64 else 32)
 
     def source(self, config: AttentionConfig, fallback: bool = True) -> str:
