@@ -749,3 +749,17 @@ def test_gelu_tanh_and_silu_epilogues_use_the_fast_activation_forms():
         source = find_matmul_template(task, 'cuda', 'sm_90').source(default_config(
             find_matmul_template(task, 'cuda', 'sm_90').spec, 132, wgmma=True))
         assert fast in source and not re.search(slow, source), task.name
+
+
+def test_transposed_outputs_are_stored_walking_m():
+    """A channels-last convolution written NCHW (mobile networks' expansions, read by an NCHW depthwise one):
+    consecutive m are consecutive outputs, so the epilogue's threads take consecutive rows of the staged tile
+    (coalesced stores) from rows 65 words apart (conflict-free column reads); n-contiguous outputs keep walking n."""
+    (task,) = fused_tasks(lambda x, w: ops.permute(ops.conv2d_channels_last(x, w), [0, 3, 1, 2]),
+                          ([1, 56, 56, 16], 'float16'), ([96, 1, 1, 16], 'float16'))
+    template = find_matmul_template(task, 'cuda', 'sm_90')
+    assert template.spec.out_m_contiguous and not template.spec.out_n_contiguous
+    source = template.source(default_config(template.spec, 132, wgmma=True))
+    assert re.search(r'% int32_t\(64\)\);', source) and '* int32_t(65))' in source
+    plain = match_gemm(matmul_task([256, 512], [512, 384]))
+    assert plain.out_n_contiguous and not plain.out_m_contiguous

@@ -236,3 +236,25 @@ def test_second_build_tunes_nothing(tmp_path, monkeypatch):
 
         monkeypatch.setattr(tuning, 'benchmark_library', no_benchmark)
         graph.build(space=1)
+
+
+@pytest.mark.cuda
+def test_transposed_outputs_every_candidate():
+    """Outputs whose m is contiguous (the epilogue's threads walk m, spec.out_m_contiguous): a GEMM written
+    transposed, and a channels-last convolution with its bias and SiLU written back NCHW across two images, every
+    level-2 candidate against torch."""
+    (task,) = fused_tasks(lambda a, b: ops.transpose(ops.matmul(a, b), 0, 1), ([200, 96], 'float16'),
+                          ([96, 72], 'float16'))
+    assert match_gemm(task).out_m_contiguous
+    a, b = _rand([200, 96], 'float16'), _rand([96, 72], 'float16', 0.1)
+    _check_candidates(task, lambda: (a, b), lambda x, y: (x.float() @ y.float()).t().contiguous().half())
+    (task,) = fused_tasks(lambda x, w, s: ops.permute(ops.silu(ops.conv2d_channels_last(x, w) + s), [0, 3, 1, 2]),
+                          ([2, 9, 11, 64], 'float16'), ([40, 1, 1, 64], 'float16'), ([40], 'float16'))
+    assert match_gemm(task, fold_k=True).out_m_contiguous
+    x, w, s = _rand([2, 9, 11, 64], 'float16'), _rand([40, 1, 1, 64], 'float16', 0.1), _rand([40], 'float16')
+
+    def reference(x, w, s):
+        y = torch.nn.functional.conv2d(x.permute(0, 3, 1, 2).float(), w.permute(0, 3, 1, 2).float())
+        return torch.nn.functional.silu(y + s.float()[:, None, None]).half()
+
+    _check_candidates(task, lambda: (x, w, s), reference)

@@ -166,6 +166,12 @@ def build_script_module(spec: GemmSpec, cfg: MmaConfig, m_bound=None):
     VPR = BN // V
     E_ITERS = BM * BN // V // THREADS
     DSMEM = cluster_split(spec, cfg)  # the split blocks of a tile: one cluster, summing through shared memory
+    # a transposed output (consecutive m consecutive in memory): a warp's threads take consecutive rows of the
+    # staged tile, so each of their scalar stores covers 64 contiguous bytes (walking n, 32 scattered 2-byte
+    # stores: mobile networks' expansion convolutions written NCHW for their depthwise ones); the staging rows
+    # are then an odd number of words apart, so those column reads hit 32 banks
+    M_WALK = spec.out_m_contiguous and not VEC and not DSMEM
+    PITCH = BN + (1 if M_WALK else STAGE_PAD)
     RANK_ITERS = -(-E_ITERS // SPLIT)  # (DSMEM) epilogue iterations of each block of the cluster
     ITERS = RANK_ITERS if DSMEM else E_ITERS  # a thread's epilogue iterations (vectors of outputs)
     # The vector epilogue's reads (a residual, a bias) issued ahead of the stores, a group of iterations at a time
@@ -180,6 +186,8 @@ def build_script_module(spec: GemmSpec, cfg: MmaConfig, m_bound=None):
     def epilogue_vector(tid, split, it):
         """(index of the thread's vector ``it`` in the tile, its row, its column)."""
         idx = tid + (split * RANK_ITERS + it if DSMEM else it) * THREADS
+        if M_WALK:
+            return idx, idx % BM, idx / BM * V
         return idx, idx / VPR, idx % VPR * V
 
     def epilogue_reads(tid, split, bz, m0, n0, it):
@@ -193,7 +201,7 @@ def build_script_module(spec: GemmSpec, cfg: MmaConfig, m_bound=None):
     def vector_epilogue(bz, gm, gn, cst, r, c, it):
         """A thread's vector of outputs (gn a multiple of V): the epilogue's vector reads (issued ahead, as
         iteration ``it``'s, when PREFETCH), its lanes, one store."""
-        return values.vector_epilogue(PLAN, bz, gm, gn, cst, r * (BN + STAGE_PAD) + c,
+        return values.vector_epilogue(PLAN, bz, gm, gn, cst, r * PITCH + c,
                                       READS[it] if PREFETCH else None)
     ACC_N = MT * NT * 4
     ACCS = [(mi, ni, e) for mi in MTS for ni in NTS for e in FOUR]
@@ -589,7 +597,7 @@ def build_script_module(spec: GemmSpec, cfg: MmaConfig, m_bound=None):
 
             # ---- epilogue: accumulators → shared (fp32) → outputs
             block_sync()
-            cst = view(dynamic_shared_memory(0, f32), f32[BM, BN + STAGE_PAD])
+            cst = view(dynamic_shared_memory(0, f32), f32[BM, PITCH])
             g = lane / 4
             t4 = lane % 4
             for mi in MTS:

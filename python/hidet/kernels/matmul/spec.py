@@ -188,6 +188,9 @@ class GemmSpec:
     out_n_contiguous: bool    # consecutive n are consecutive output elements (vectorized stores)
     notes: List[str] = field(default_factory=list)
     merged_epilogue: bool = False  # the epilogue merges C's axes (permute + reshape: heads x dim → hidden)
+    # consecutive m are consecutive output elements along the output's innermost axis: a transposed output (a
+    # channels-last convolution's written back NCHW), whose epilogue threads walk m so their stores coalesce
+    out_m_contiguous: bool = False
 
     @property
     def batch(self) -> int:
@@ -641,11 +644,15 @@ def match_gemm(task: Task, operand_dtypes: Sequence[str] = MMA_DTYPES, fold_k: b
     n_pieces_inner = all(c != 0 or pieces[i] == 1 for i in n_axes for _, c in groups[i])
     out_n_contiguous = bool(n_out) and n_out == trailing[len(trailing) - len(n_out):] and n_out == sorted(n_out) \
         and n_pieces_inner
+    # (the innermost m axis is the output's innermost axis, coefficient 1)
+    out_m_contiguous = not out_n_contiguous and bool(m_axes) and bool(trailing) and bool(groups[m_axes[-1]]) \
+        and groups[m_axes[-1]][-1] == (trailing[-1], 1)
     for e in collect(epilogue, TensorElement):
         if not e.tensor.is_input():
             raise NotGemm('the epilogue reads a computed tensor')
     return GemmSpec(task, batch_shape, m, n, k, batch_vars, m_var, n_var, k_var, a, b, mma_dtype, acc, epilogue,
-                    out_index, out.dtype, out_n_contiguous, merged_epilogue=bool(pieces))
+                    out_index, out.dtype, out_n_contiguous, merged_epilogue=bool(pieces),
+                    out_m_contiguous=out_m_contiguous)
 
 
 def _inline_inputs(e: Expr) -> Expr:
