@@ -55,6 +55,72 @@ def test_conv2d_channels_last_errors():
         ops.conv2d_channels_last(hidet.randn([5, 5, 8]), hidet.randn([2, 3, 3, 8]))
 
 
+@pytest.mark.parametrize('n,c,h,w,k,stride,padding,dilation', [
+    (1, 16, 9, 9, 3, 1, 1, 1), (2, 24, 12, 10, 3, 2, 1, 1), (1, 8, 11, 11, 5, 2, 2, 1), (1, 40, 10, 10, 3, 1, 2, 2),
+    (1, 32, 14, 14, 7, 1, 3, 1)])
+@pytest.mark.parametrize('dtype', [torch.float32, torch.float16])
+def test_depthwise_conv2d_channels_last_matches_torch(device, dtype, n, c, h, w, k, stride, padding, dilation):
+    if device == 'cpu' and dtype == torch.float16 and c != 16:
+        pytest.skip('one float16 case on the CPU (slow without vector float16)')
+    g = torch.Generator().manual_seed(n * 100 + c + k)
+    x = torch.randn(n, c, h, w, generator=g).to(device, dtype)
+    wt = (torch.randn(c, 1, k, k, generator=g) / k).to(device, dtype)
+    expected = F.conv2d(x.double().cpu(), wt.double().cpu(), None, stride, padding, dilation, groups=c).to(dtype)
+    y = ops.depthwise_conv2d_channels_last(hidet.from_torch(x.permute(0, 2, 3, 1).contiguous()),
+                                           hidet.from_torch(wt[:, 0].permute(1, 2, 0).contiguous()),
+                                           stride=stride, padding=padding, dilation=dilation)
+    tol = _tol(dtype)
+    torch.testing.assert_close(y.torch().permute(0, 3, 1, 2).cpu().float(), expected.float(), rtol=tol, atol=tol)
+
+
+def test_depthwise_conv2d_channels_last_errors():
+    x = hidet.randn([1, 5, 5, 8])
+    with pytest.raises(ValueError, match='has 4 channels .* has 8'):
+        ops.depthwise_conv2d_channels_last(x, hidet.randn([3, 3, 4]))
+    with pytest.raises(ValueError, match='3-D weight'):
+        ops.depthwise_conv2d_channels_last(x, hidet.randn([8, 1, 3, 3]))
+
+
+def _inverted_residual(x, p, conv, silu, sigmoid, pool):
+    """A mobile network's block: 1x1 expansion, 3x3 depthwise, squeeze-excitation, 1x1 projection, residual
+    (``conv``, ``silu``, ``sigmoid`` and ``pool`` torch's or hidet's)."""
+    y = silu(conv(x, p['expand'], p['b_expand']))
+    y = silu(conv(y, p['dw'], p['b_dw'], padding=1, groups=p['dw'].shape[0]))
+    s = silu(conv(pool(y), p['squeeze'], p['b_squeeze']))
+    y = y * sigmoid(conv(s, p['excite'], p['b_excite']))
+    return conv(y, p['project'], p['b_project']) + x
+
+
+def test_depthwise_convolutions_keep_the_channels_last_layout(device):
+    """An inverted-residual block (efficientnet's): its depthwise convolution runs channels-last, so nothing
+    between the expansion and the projection changes the layout (the only permutes are the block's input and
+    output), and the block matches torch."""
+    dtype = torch.float16 if device == 'cuda' else torch.float32
+    g = torch.Generator().manual_seed(1)
+
+    def r(*shape, scale=1.0):
+        return (torch.randn(*shape, generator=g) * scale).to(device, dtype)
+
+    p = {'expand': r(96, 16, 1, 1, scale=0.25), 'b_expand': r(96), 'dw': r(96, 1, 3, 3, scale=0.3), 'b_dw': r(96),
+         'squeeze': r(4, 96, 1, 1, scale=0.1), 'b_squeeze': r(4), 'excite': r(96, 4, 1, 1, scale=0.5),
+         'b_excite': r(96), 'project': r(16, 96, 1, 1, scale=0.1), 'b_project': r(16)}
+    x = r(2, 16, 10, 10)
+    expected = _inverted_residual(x.float(), {k: v.float() for k, v in p.items()}, F.conv2d, F.silu, torch.sigmoid,
+                                  lambda t: F.adaptive_avg_pool2d(t, 1))
+    xs = hidet.symbol([2, 16, 10, 10], dtype=str(dtype).split('.')[1], device=device)
+    hp = {k: hidet.from_torch(v) for k, v in p.items()}
+    y = _inverted_residual(xs, hp, ops.conv2d, ops.silu, ops.sigmoid, lambda t: ops.adaptive_avg_pool2d(t, 1))
+    with PassContext() as ctx:
+        ctx.set_channels_last(True)
+        opt = hidet.graph.optimize(hidet.trace_from(y, [xs]))
+    names = [n.task.name for n in opt.nodes]
+    assert sum('depthwise_conv2d_channels_last' in name for name in names) == 1, names
+    permutes = [n for n in opt.nodes for op in n.task.name.split('_') if op == 'permute']
+    assert len(permutes) <= 2, names  # the input's to channels-last and the output's back
+    tol = _tol(dtype)
+    torch.testing.assert_close(opt(hidet.from_torch(x)).torch().float(), expected, rtol=tol, atol=tol)
+
+
 def _weights(device, dtype, c=16, seed=0):
     g = torch.Generator().manual_seed(seed)
 

@@ -21,7 +21,7 @@ from .nn import (
     batch_norm, group_norm, layer_norm, local_response_norm, log_softmax, rms_norm, scaled_dot_product_attention,
     softmax,
 )
-from .conv import conv1d, conv2d, conv2d_channels_last, conv_transpose2d
+from .conv import conv1d, conv2d, conv2d_channels_last, conv_transpose2d, depthwise_conv2d_channels_last
 from .pool import (adaptive_avg_pool2d, adaptive_max_pool2d, adaptive_max_pool_indices, avg_pool2d, max_pool2d,
                    max_pool_indices)
 from .resize import resize2d

@@ -1,8 +1,9 @@
 """Convolutions (1-D and 2-D, stride/padding/dilation/groups, depthwise included), 2-D convolution in
-channels-last layout, and 2-D transposed convolution, as reductions. The matmul templates run ungrouped
-convolutions as implicit GEMMs (the CPU template; on CUDA the tensor-core template for float16/bfloat16);
-depthwise 2-D convolutions have their own template on CUDA (hidet/kernels/depthwise/); the auto-scheduler runs
-the rest."""
+channels-last layout (ungrouped and depthwise), and 2-D transposed convolution, as reductions. The matmul
+templates run ungrouped convolutions as implicit GEMMs (the CPU template; on CUDA the tensor-core template for
+float16/bfloat16); NCHW depthwise 2-D convolutions have their own template on CUDA (hidet/kernels/depthwise/);
+the auto-scheduler runs the rest (channels-last depthwise ones included: a thread per output, consecutive
+threads on consecutive channels, so its reads coalesce)."""
 from __future__ import annotations
 
 from typing import List, Optional, Sequence, Union
@@ -115,6 +116,48 @@ def conv2d_channels_last(x: Tensor, weight: Tensor, bias: Optional[Tensor] = Non
     y = ConvChannelsLastOp(x, weight, _tuple(op, 'stride', stride, 2), _tuple(op, 'padding', padding, 2),
                            _tuple(op, 'dilation', dilation, 2)).get_output(0)
     return y if bias is None else ew.add(y, bias)
+
+
+class DepthwiseChannelsLastOp(Operator):
+    """Depthwise 2-D convolution in channels-last layout (one filter per channel): x [n, h, w, c] and w
+    [kh, kw, c] give y [n, oh, ow, c]. Consecutive channels are consecutive in memory for the input, the weight
+    and the output, so a kernel reads and writes whole rows of channels, and the 1x1 convolutions around it (a
+    mobile network's expansion and projection) keep their channels-last operands: no layout change between
+    them. The channels_last graph pass puts depthwise convolutions in this layout."""
+
+    def __init__(self, x: Tensor, w: Tensor, stride, padding, dilation):
+        op = 'depthwise_conv2d_channels_last'
+        a, b = input_node('x', x), input_node('w', w)
+        if a.ndim != 4 or b.ndim != 3:
+            raise ValueError(f'{op}: expected a 4-D input [n, h, w, c] and a 3-D weight [kh, kw, c], got {x.shape} '
+                             f'and {w.shape}')
+        n, h, wd, c = a.shape
+        kh, kw, cw = b.shape
+        if cw != c:
+            raise ValueError(f'{op}: the weight {w.shape} has {cw} channels (its last dimension), the input '
+                             f'{x.shape} has {c}')
+        spatial = [h, wd]
+        out_spatial = _output_spatial(op, x.shape, [kh, kw], spatial, stride, padding, dilation)
+
+        def element(nn, oh, ow, cc):
+            def term(k0, k1):
+                pos = [oh * stride[0] - padding[0] + k0 * dilation[0], ow * stride[1] - padding[1] + k1 * dilation[1]]
+                return _padded(a[nn, pos[0], pos[1], cc], pos, spatial, padding) * b[k0, k1, cc]
+
+            return reduce([kh, kw], term, 'sum')
+
+        out = compute('y', [n] + out_spatial + [c], element)
+        attrs = {'stride': stride, 'padding': padding, 'dilation': dilation}
+        super().__init__([x, w], attrs, Task(op, [a, b], [out]))
+
+
+def depthwise_conv2d_channels_last(x: Tensor, weight: Tensor, stride: IntOrSeq = 1, padding: IntOrSeq = 0,
+                                   dilation: IntOrSeq = 1) -> Tensor:
+    """Depthwise conv2d on channels-last tensors: x [n, h, w, c], weight [kh, kw, c] (torch's [c, 1, kh, kw]
+    permuted by (2, 3, 1, 0) and reshaped); the result is [n, oh, ow, c]."""
+    op = 'depthwise_conv2d_channels_last'
+    return DepthwiseChannelsLastOp(x, weight, _tuple(op, 'stride', stride, 2), _tuple(op, 'padding', padding, 2),
+                                   _tuple(op, 'dilation', dilation, 2)).get_output(0)
 
 
 def _conv(nd: int, x: Tensor, weight: Tensor, bias: Optional[Tensor], stride, padding, dilation, groups) -> Tensor:

@@ -1,6 +1,8 @@
 """Channels-last convolutional networks: each ungrouped 2-D convolution becomes a channels-last one
-(``conv2d_channels_last``, whose implicit GEMM the tensor-core template reads 8 channels at a time), and
-the layout is carried through the elementwise operators after it (bias, batch-norm scale, activation,
+(``conv2d_channels_last``, whose implicit GEMM the tensor-core template reads 8 channels at a time), each
+depthwise one too (``depthwise_conv2d_channels_last``: a mobile network's expansion, depthwise and projection
+convolutions then exchange channels-last tensors, with no transposing kernel or transposed GEMM operand between
+them), and the layout is carried through the elementwise operators after it (bias, batch-norm scale, activation,
 residual add), so the next convolution reads the previous one's output as it is:
 
     conv(x) → add(·, b) → relu → conv        becomes
@@ -17,8 +19,8 @@ convolution reads its input as a computed operand, element by element. Not a one
 squeeze-excitation block's pooled channels): that convolution is a matrix-vector product.
 
 Applies (``PassContext.set_channels_last``): by default to float16/bfloat16 convolutions on CUDA (where the
-tensor-core template gathers channels); ``True`` to every ungrouped 2-D convolution (any device and dtype:
-the CPU tests use it); ``False`` to none.
+tensor-core template gathers channels); ``True`` to every ungrouped or depthwise 2-D convolution (any device
+and dtype: the CPU tests use it); ``False`` to none.
 """
 from __future__ import annotations
 
@@ -38,6 +40,7 @@ TO_CL, TO_CF = [0, 2, 3, 1], [0, 3, 1, 2]  # NCHW → NHWC and back
 CHANNEL_MULTIPLE = 8  # input channels are zero-padded to a multiple of this (an RGB stem's 3 become 8)
 _ELEMENTWISE = (UnaryElementwiseOp, BinaryElementwiseOp, WhereOp)
 _POOLS = (Pool2dOp, AdaptivePool2dOp)  # (run in channels-last where their input is)
+GLOBAL_POOL_SPLIT = 256  # pixels from which a channels-last global average pool reduces rows, then columns
 
 
 def _pooled(x: Tensor) -> bool:
@@ -47,9 +50,25 @@ def _pooled(x: Tensor) -> bool:
     return all(isinstance(d, int) and d == 1 for d in x.shape[1:3])
 
 
+def _depthwise(node: ConvOp) -> bool:
+    """A 2-D convolution with one filter per channel (groups == input channels == output channels)."""
+    x, w = node.inputs
+    return x.ndim == 4 and isinstance(x.shape[1], int) and node.attrs['groups'] == x.shape[1] == w.shape[0] \
+        and w.shape[1] == 1
+
+
+def _global_average(node: Operator) -> bool:
+    """An NCHW average pool to one pixel of a large image (squeeze-excitation's, a classifier's)."""
+    if not (isinstance(node, AdaptivePool2dOp) and node.task.name == 'adaptive_avg_pool2d'
+            and node.attrs['output_size'] == [1, 1] and not node.attrs['channels_last']):
+        return False
+    h, w = node.inputs[0].shape[2:]
+    return isinstance(h, int) and isinstance(w, int) and h * w >= GLOBAL_POOL_SPLIT
+
+
 def _applies(node: ConvOp, mode: Optional[bool]) -> bool:
     x = node.inputs[0]
-    if mode is False or x.ndim != 4 or node.attrs['groups'] != 1:
+    if mode is False or x.ndim != 4 or (node.attrs['groups'] != 1 and not _depthwise(node)):
         return False
     if mode is True:
         return True
@@ -86,6 +105,11 @@ class ChannelsLast(GraphPass):
             return [y]
 
         def rewrite(node: Operator, inputs: List[Tensor]):
+            if isinstance(node, ConvOp) and _applies(node, mode) and _depthwise(node):
+                a, w = node.attrs, inputs[1]  # [c, 1, kh, kw] → [kh, kw, c]
+                w = ops.permute(ops.reshape(w, [w.shape[0]] + list(w.shape[2:])), [1, 2, 0])
+                return back(ops.depthwise_conv2d_channels_last(as_cl(inputs[0]), w, stride=a['stride'],
+                                                               padding=a['padding'], dilation=a['dilation']))
             if isinstance(node, ConvOp) and _applies(node, mode):
                 a = node.attrs
                 x, w = as_cl(inputs[0]), ops.permute(inputs[1], TO_CL)
@@ -99,6 +123,12 @@ class ChannelsLast(GraphPass):
                                                      dilation=a['dilation']))
             if isinstance(node, _ELEMENTWISE) and node.outputs[0].ndim == 4 and any(id(t) in cl for t in inputs):
                 return back(node.reforward([operand_cl(t) for t in inputs]).outputs[0])
+            if _global_average(node) and id(inputs[0]) in cl:
+                # in two column reductions (over w, then h, an fp32 [n, h, 1, c] between them): one reduction of
+                # h x w values per channel would have c / 16 blocks (squeeze-excitation's 96 channels: 6)
+                x = as_cl(inputs[0])
+                rows = ops.mean(ops.cast(x, 'float32'), dims=[2], keepdim=True)
+                return back(ops.cast(ops.mean(rows, dims=[1], keepdim=True), x.dtype))
             if isinstance(node, _POOLS) and id(inputs[0]) in cl and not node.attrs['channels_last']:
                 return back(node.channels_last_twin(as_cl(inputs[0])).outputs[0])
             return None

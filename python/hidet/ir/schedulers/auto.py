@@ -57,6 +57,8 @@ SMALL_REDUCE_MIN_OUTPUTS = 32768
 CPU_CHUNK = 4096  # innermost elements per iteration of the CPU's parallel loop, at most
 CPU_MIN_ITERATIONS = 64  # iterations of the CPU's parallel loop, at least (where there are elements enough)
 COLUMN_THREADS = 1 << 18  # threads a column reduction aims at: enough to fill an H100
+COLUMN_MIN_PER_THREAD = 4  # reduced elements a thread of a column reduction takes at least (a short reduction of
+# few outputs, a global pool's second step, gets threads enough that each waits on few dependent loads)
 COLUMN_MIN_BLOCKS = 264  # two blocks per SM of an H100
 # A row-broadcast kernel (lowering.row_split) on the H100 (scripts/bench_ops.py --norms): a block per row, its
 # threads for about ROW_ELEMENTS_PER_THREAD of the row's elements each (32 to CUDA_BLOCK of them: 128 x 768 layer
@@ -318,7 +320,7 @@ def _column_shape(numel: int, extent: int, value: Expr):
     while cols > min_cols and -(-numel // cols) < COLUMN_MIN_BLOCKS:
         cols //= 2
     rows = _pow2_floor(max(1, COLUMN_THREADS // max(numel, 1)))
-    rows = min(rows, CUDA_BLOCK // cols, _pow2_floor(max(1, extent // 16)))
+    rows = min(rows, CUDA_BLOCK // cols, _pow2_floor(max(1, extent // COLUMN_MIN_PER_THREAD)))
     return cols, rows
 
 

@@ -1,6 +1,8 @@
 """The depthwise 2-D convolution template (Hidet Script): ``conv2d`` in NCHW with groups == input channels
 (weight ``[C * mult, 1, kh, kw]``), float16 / bfloat16 / float32 with float32 accumulation, any window,
-stride, padding and dilation, fused prologues and epilogues included.
+stride, padding and dilation, fused prologues and epilogues included. (The channels_last pass turns a float16 /
+bfloat16 network's depthwise convolutions on CUDA into channels-last ones, which the auto-scheduler runs; this
+template serves NCHW ones: float32, channels-last off, a channel multiplier.)
 
 Why a template: a depthwise convolution does kh x kw multiply-adds per output, so it is bound by memory
 traffic. The auto-scheduler gives each output a thread that reads its whole window from global memory (each
