@@ -121,6 +121,19 @@ def test_depthwise_convolutions_keep_the_channels_last_layout(device):
     torch.testing.assert_close(opt(hidet.from_torch(x)).torch().float(), expected, rtol=tol, atol=tol)
 
 
+def test_large_depthwise_windows_stay_nchw():
+    """A 7x7 depthwise convolution (convnext's) between channels-last ones stays NCHW, for the depthwise
+    template: the channels-last kernel computes each output's 49 products by itself."""
+    x = hidet.symbol([1, 16, 14, 14])
+    w1, w2 = hidet.randn([16, 16, 1, 1]), hidet.randn([16, 1, 7, 7])
+    y = ops.conv2d(ops.conv2d(ops.conv2d(x, w1), w2, padding=3, groups=16), w1)
+    with PassContext() as ctx:
+        ctx.set_channels_last(True)
+        graph = ChannelsLast()(hidet.trace_from(y, [x]), ctx)
+    kinds = [type(n).__name__ for n in graph.nodes]
+    assert kinds.count('ConvChannelsLastOp') == 2 and kinds.count('ConvOp') == 1, kinds
+
+
 def _weights(device, dtype, c=16, seed=0):
     g = torch.Generator().manual_seed(seed)
 

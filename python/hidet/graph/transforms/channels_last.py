@@ -1,8 +1,8 @@
 """Channels-last convolutional networks: each ungrouped 2-D convolution becomes a channels-last one
-(``conv2d_channels_last``, whose implicit GEMM the tensor-core template reads 8 channels at a time), each
+(``conv2d_channels_last``, whose implicit GEMM the tensor-core template reads 8 channels at a time), each 3x3
 depthwise one too (``depthwise_conv2d_channels_last``: a mobile network's expansion, depthwise and projection
 convolutions then exchange channels-last tensors, with no transposing kernel or transposed GEMM operand between
-them), and the layout is carried through the elementwise operators after it (bias, batch-norm scale, activation,
+them; larger windows stay with the NCHW template), and the layout is carried through the elementwise operators after it (bias, batch-norm scale, activation,
 residual add), so the next convolution reads the previous one's output as it is:
 
     conv(x) → add(·, b) → relu → conv        becomes
@@ -40,6 +40,7 @@ TO_CL, TO_CF = [0, 2, 3, 1], [0, 3, 1, 2]  # NCHW → NHWC and back
 CHANNEL_MULTIPLE = 8  # input channels are zero-padded to a multiple of this (an RGB stem's 3 become 8)
 _ELEMENTWISE = (UnaryElementwiseOp, BinaryElementwiseOp, WhereOp)
 _POOLS = (Pool2dOp, AdaptivePool2dOp)  # (run in channels-last where their input is)
+CL_DEPTHWISE_WINDOW = 9  # depthwise windows (kh x kw) that run channels-last; larger ones stay NCHW (the template)
 GLOBAL_POOL_SPLIT = 256  # pixels from which a channels-last global average pool reduces rows, then columns
 
 
@@ -51,10 +52,15 @@ def _pooled(x: Tensor) -> bool:
 
 
 def _depthwise(node: ConvOp) -> bool:
-    """A 2-D convolution with one filter per channel (groups == input channels == output channels)."""
+    """A 2-D convolution with one filter per channel (groups == input channels == output channels) and a window
+    of at most CL_DEPTHWISE_WINDOW values: the auto-scheduler's channels-last kernel (a thread per output) reads
+    and multiplies each output's window by itself, which larger windows make slow. H100, batch 1: mobilenet_v2's
+    17 depthwise 3x3 convolutions took 38.8 µs against the NCHW template's 87.2 (and the network's kernels 157.9
+    against 245.0: no transposes around them); convnext_tiny's 18 7x7 ones took 280.6 µs (the network 601.9
+    against 422.9 with the template)."""
     x, w = node.inputs
     return x.ndim == 4 and isinstance(x.shape[1], int) and node.attrs['groups'] == x.shape[1] == w.shape[0] \
-        and w.shape[1] == 1
+        and w.shape[1] == 1 and w.shape[2] * w.shape[3] <= CL_DEPTHWISE_WINDOW
 
 
 def _global_average(node: Operator) -> bool:
