@@ -175,6 +175,43 @@ def test_unrolled_python_loops_and_register_tensors():
     torch.testing.assert_close(y, ref)
 
 
+def _accumulate_macro(scale):
+    """A macro of another scope (as a template module shares one between its kernels): ``scale`` is its own
+    compile-time constant."""
+    @hidet.lang.macro
+    def accumulate(acc, x, i, twice):
+        v = x[i] * scale  # (v is the macro's own variable)
+        acc[0] += v
+        if twice:  # a Python value: decided at translation
+            acc[0] += v
+    return accumulate
+
+
+def test_macros_are_translated_in_place():
+    """A macro's body runs where a script calls it, in place (no C function): its parameters bound to the call's
+    IR tensors and scalars or Python values, its other names from its own scope."""
+    accumulate = _accumulate_macro(2.0)
+    with hidet.script_module() as module:
+        @hidet.script
+        def sums(x: f32[4], out: f32[2]):
+            attr.func_kind = 'cpu_kernel'
+            acc = register_tensor(f32, [1])
+            acc[0] = 0.0
+            for i in range(4):
+                accumulate(acc, x, i, False)
+            out[0] = acc[0]
+            acc[0] = 0.0
+            accumulate(acc, x, 1, True)
+            v = 1.0  # the caller's v: the macro's assignments leave it alone
+            out[1] = acc[0] + v
+    source = module.source()
+    assert 'accumulate' not in source
+    x = torch.tensor([1.0, 2.0, 3.0, 4.0])
+    out = torch.empty(2)
+    module.build()(x, out)
+    torch.testing.assert_close(out, torch.tensor([20.0, 9.0]))
+
+
 def test_dynamic_shapes_views_and_pointers():
     with hidet.script_module() as module:
         @hidet.script

@@ -188,6 +188,27 @@ def test_compile_time_errors_of_python_code():
             x[0] = helper(3)  # E-helper
 
 
+def test_macro_errors():
+    @hidet.lang.macro
+    def returns(x):
+        return x + 1
+
+    @hidet.lang.macro
+    def two(a, b):
+        a[0] = b
+
+    with pytest.raises(HidetScriptError, match='no return'):
+        @hidet.script
+        def f1(out: f32[1]):
+            attr.func_kind = 'cpu_kernel'
+            returns(out)
+    with pytest.raises(HidetScriptError, match=r"the macro 'two' takes the arguments \(a, b\)"):
+        @hidet.script
+        def f2(out: f32[1]):
+            attr.func_kind = 'cpu_kernel'
+            two(out)
+
+
 def test_module_errors():
     with hidet.script_module() as module:
         @hidet.script

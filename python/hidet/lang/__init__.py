@@ -13,12 +13,12 @@ from hidet.ir.type import PointerType, TensorType, void
 from . import cuda, math
 from .attr import attr
 from .constructs import cast, grid, register_tensor, unroll, view
-from .script import ScriptModule, script, script_module
+from .script import ScriptModule, macro, script, script_module
 from .transpiler import HidetScriptError
 
 attrs = attr  # the spelling of the original Hidet
 
-__all__ = ['attr', 'attrs', 'script', 'script_module', 'ScriptModule', 'HidetScriptError', 'cuda', 'math', 'grid',
-           'unroll', 'view', 'cast', 'register_tensor', 'PointerType', 'TensorType', 'void', 'f16', 'bf16', 'f32',
-           'f64', 'i8', 'i16', 'i32', 'i64', 'u8', 'boolean', 'float16', 'bfloat16', 'float32', 'float64', 'int8',
-           'int16', 'int32', 'int64', 'uint8']
+__all__ = ['attr', 'attrs', 'script', 'script_module', 'macro', 'ScriptModule', 'HidetScriptError', 'cuda', 'math',
+           'grid', 'unroll', 'view', 'cast', 'register_tensor', 'PointerType', 'TensorType', 'void', 'f16', 'bf16',
+           'f32', 'f64', 'i8', 'i16', 'i32', 'i64', 'u8', 'boolean', 'float16', 'bfloat16', 'float32', 'float64',
+           'int8', 'int16', 'int32', 'int64', 'uint8']

@@ -29,6 +29,15 @@ class TensorDecl:
         self.type, self.init = type, init
 
 
+class ScriptMacro:
+    """Statements shared by script functions (``hidet.lang.macro``): a Python function whose Hidet Script body is
+    translated where a script calls it, ``env`` the Python names of its scope."""
+
+    def __init__(self, func, env):
+        self.func = func
+        self.env = env
+
+
 def _int_value(v, what: str):
     if isinstance(v, bool) or not isinstance(v, (int, Expr)):
         raise TypeError(f'{what} must be an integer, got {type(v).__name__} {v!r}')

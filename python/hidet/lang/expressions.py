@@ -17,7 +17,7 @@ from hidet.ir.lowlevel import Address, FunctionCall
 from hidet.ir.stmt import Function
 from hidet.ir.type import PointerType, TensorType, is_pointer, is_scalar, is_tensor, void
 
-from .constructs import as_pointer, cast as lang_cast, describe, pointee, range_spec, scalar_literal
+from .constructs import ScriptMacro, as_pointer, cast as lang_cast, describe, pointee, range_spec, scalar_literal
 
 _MISSING = object()
 
@@ -295,6 +295,8 @@ class ExprTranslator:
         any_ir = any(isinstance(a, Expr) for a in list(args) + list(kwargs.values()))
         if isinstance(func, Function):
             return self.call_function(func, args, kwargs, node)
+        if isinstance(func, ScriptMacro):
+            return self.expand_macro(func, args, kwargs, node)
         if func is range:
             return range_spec(*args)
         if isinstance(func, (DataType, PointerType)):

@@ -12,11 +12,12 @@ import copy
 import sys
 import threading
 import weakref
-from typing import List, Optional
+from typing import Dict, List, Optional
 
 from hidet.ir.stmt import Function, IRModule
 from hidet.ir.type import void
 
+from .constructs import ScriptMacro
 from .transpiler import HidetScriptError, Transpiler
 
 _CALLEES: 'weakref.WeakKeyDictionary[Function, List[Function]]' = weakref.WeakKeyDictionary()
@@ -35,15 +36,7 @@ def script(func) -> Function:
     compile-time constants."""
     if isinstance(func, Function):
         return func
-    env = dict(func.__globals__)
-    caller = sys._getframe(1)
-    env.update(caller.f_locals)
-    if func.__closure__:
-        for name, cell in zip(func.__code__.co_freevars, func.__closure__):
-            try:
-                env[name] = cell.cell_contents
-            except ValueError:  # an empty cell: the name is assigned later in the enclosing function
-                pass
+    env = _scope(func, sys._getframe(1))
     try:
         transpiler = Transpiler(func, env)
         f = transpiler.translate()
@@ -56,6 +49,29 @@ def script(func) -> Function:
     if stack:
         stack[-1].add(f)
     return f
+
+
+def _scope(func, caller) -> Dict[str, object]:
+    """The Python names a script function may use: its globals, the defining frame's locals, its closure."""
+    env = dict(func.__globals__)
+    env.update(caller.f_locals)
+    if func.__closure__:
+        for name, cell in zip(func.__code__.co_freevars, func.__closure__):
+            try:
+                env[name] = cell.cell_contents
+            except ValueError:  # an empty cell: the name is assigned later in the enclosing function
+                pass
+    return env
+
+
+def macro(func) -> ScriptMacro:
+    """Hidet Script statements shared by several script functions (a kernel template's step that two kernels
+    take): where a script calls ``func``, its body is translated in place (no C function, no call), its
+    parameters bound to the call's arguments (IR variables and tensors, or Python values: compile-time
+    constants) and its other names to ``func``'s own scope. A macro has no return value and no ``attr``
+    settings; the variables it assigns are its own (a tensor argument is the caller's: writes to its elements
+    are the caller's to see)."""
+    return ScriptMacro(func, _scope(func, sys._getframe(1)))
 
 
 class ScriptModule:

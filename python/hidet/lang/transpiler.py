@@ -113,6 +113,27 @@ class Transpiler(StmtTranslator, ExprTranslator):
             self.closed_names.update(n for n, v in closed.items() if isinstance(v, Var))
         return stmts[0] if len(stmts) == 1 else Seq(stmts)
 
+    def expand_macro(self, m, args, kwargs, node) -> Stmt:
+        """The statements of macro ``m``'s body (a ScriptMacro), its parameters bound to the call's arguments."""
+        sub = Transpiler(m.func, m.env)
+        a = sub.fdef.args
+        if a.vararg or a.kwarg or a.kwonlyargs or a.posonlyargs or a.defaults:
+            raise sub.error(sub.fdef, 'a macro takes plain positional parameters (no *args, **kwargs, keyword-only, '
+                                      'positional-only or default ones)')
+        names = [p.arg for p in a.args]
+        if len(args) > len(names) or set(kwargs) - set(names[len(args):]) or \
+                len(args) + len(kwargs) != len(names):
+            raise self.error(node, f"the macro '{m.func.__name__}' takes the arguments ({', '.join(names)})")
+        bindings = dict(zip(names, args))
+        bindings.update(kwargs)
+        body = sub.block(sub.fdef.body, bindings)
+        if sub.returns or sub.attrs:
+            raise sub.error(sub.fdef, 'a macro is statements: no return and no attr settings')
+        for f in sub.callees:
+            if f not in self.callees:
+                self.callees.append(f)
+        return body
+
     def translate(self) -> Function:
         fdef = self.fdef
         args = fdef.args

@@ -22,11 +22,7 @@ visible, so a processed row always has a finite maximum.
 """
 from __future__ import annotations
 
-import math
-
-from hidet.ir.dtypes import float32
 from hidet.ir.expr import SymbolVar, cast, select
-from hidet.ir.schedulers.lowering import prod as _prod
 
 MAX_HEAD = 128  # head sizes (of q·k and of v) the kernel takes: multiples of 16 up to this
 MMA_DTYPES = ('float16', 'bfloat16')
@@ -53,6 +49,87 @@ def smem_bytes(shape, rows: int, keys: int) -> int:
     return (rows * (shape.d + PAD) + 2 * keys * (shape.d + PAD) + 2 * keys * (shape.dv + PAD)) * 2
 
 
+FULL = 0xFFFFFFFF  # every lane of a warp (shuffles)
+
+
+def online_softmax(shape, keys: int):
+    """The online softmax of a warp's 16 query rows against one tile of ``keys`` keys, a Hidet Script macro that
+    both kernels take (this module's and wgmma.py's: their scores lie alike, as m16n8 accumulators, the lane's
+    rows row0 and row0 + 8):
+
+        softmax(sacc, oacc, top, total, b, j0, first_row, row0, t4)
+
+    scales and masks the scores (sacc), takes the new row maxima (top, log2 units; the four lanes of a row
+    through two shuffles), puts the probabilities in place of the scores and corrects the running sums (total)
+    and the output accumulators (oacc). A tile whose keys all exist and (causal) all precede the warp's first row
+    (first_row) needs no tests: the softmax is written twice, without them (tested = 0) and with them (1), and
+    the warp runs one of the two."""
+    # (Hidet Script and the code generator load when a kernel is built: import hidet, which reads the
+    # templates through the fusion policy, stays light)
+    from hidet.lang import f32, macro
+    from hidet.lang.cuda import shfl_xor_sync
+    from hidet.lang.math import exp2, max as fmax
+
+    SQ, SK, KEYS, CAUSAL = shape.sq, shape.sk, keys, shape.causal
+    MASKED = shape.mask_kind != 'none'
+    SCALE2 = float(shape.scale) * LOG2E
+    HALVES, PAIR = [0, 1], [0, 1]
+    NTS, ONS = list(range(keys // 8)), list(range(shape.dv // 8))
+
+    def score2(acc, b, i, j):
+        """The score in log2 units, after the mask (the causal and sequence-end tests are the caller's)."""
+        if not MASKED:
+            return acc * SCALE2
+        return shape.masked(acc * float(shape.scale), b, i, j, causal=False) * LOG2E
+
+    @macro
+    def softmax(sacc, oacc, top, total, b, j0, first_row, row0, t4):
+        edge = 0 if j0 + KEYS <= SK else 1
+        if CAUSAL:
+            edge = 0 if j0 + KEYS <= SK and j0 + KEYS - 1 <= first_row else 1
+        for tested in PAIR:
+            if edge == tested:
+                for h in HALVES:
+                    row = row0 + h * 8
+                    rc = row if row < SQ else SQ - 1
+                    tile_top: f32 = LOWEST
+                    for n in NTS:
+                        for c in PAIR:
+                            j = j0 + n * 8 + t4 * 2 + c
+                            jc = j if j < SK else SK - 1
+                            s = score2(sacc[n, h * 2 + c], b, rc, jc)
+                            if tested == 1:
+                                ok = j < SK
+                                if CAUSAL:
+                                    ok = ok and j <= row
+                                s = select(ok, s, LOWEST)
+                            sacc[n, h * 2 + c] = s
+                            tile_top = fmax(tile_top, s)
+                    tile_top = fmax(tile_top, shfl_xor_sync(FULL, tile_top, 1))
+                    tile_top = fmax(tile_top, shfl_xor_sync(FULL, tile_top, 2))
+                    new_top = fmax(top[h], tile_top)
+                    correction = exp2(top[h] - new_top)
+                    top[h] = new_top
+                    part: f32 = 0.0
+                    for n in NTS:
+                        for c in PAIR:
+                            p = exp2(sacc[n, h * 2 + c] - new_top)
+                            if tested == 1:
+                                j = j0 + n * 8 + t4 * 2 + c
+                                ok = j < SK
+                                if CAUSAL:
+                                    ok = ok and j <= row0 + h * 8
+                                p = select(ok, p, 0.0)
+                            sacc[n, h * 2 + c] = p
+                            part += p
+                    total[h] = total[h] * correction + part
+                    for n in ONS:
+                        for c in PAIR:
+                            oacc[n, h * 2 + c] = oacc[n, h * 2 + c] * correction
+
+    return softmax
+
+
 def build_module(shape, cfg, name: str):
     # (Hidet Script and the code generator load when a kernel is built: import hidet, which reads the
     # templates through the fusion policy, stays light)
@@ -60,9 +137,6 @@ def build_module(shape, cfg, name: str):
     from hidet.lang import attr, f32, i64, register_tensor, view
     from hidet.lang.cuda import (blockIdx, cp_async, cp_async_commit_group, cp_async_wait_group,
                                  dynamic_shared_memory, ldmatrix, mma_sync, shfl_xor_sync, syncthreads, threadIdx)
-    # (Hidet Script and the code generator load when a kernel is built: import hidet, which reads the
-    # templates through the fusion policy, stays light)
-    from hidet.lang.math import exp2, max as fmax
 
     why = unsupported(shape)
     if why:
@@ -84,19 +158,13 @@ def build_module(shape, cfg, name: str):
     Q_CH, K_CH, V_CH = D // 8, D // 8, DV // 8  # 16-byte chunks per row
     Q_RS, K_RS, V_RS, O_RS = (shape.row_stride(w) for w in range(4))  # elements between rows
     CAUSAL = shape.causal
-    MASKED = shape.mask_kind != 'none'
-    SCALE2 = float(shape.scale) * LOG2E
-    FULL = 0xFFFFFFFF
     # loops over register arrays are Python lists, unrolled in the generated code (registers, not local memory)
     HALVES, PAIR, FOUR = [0, 1], [0, 1], [0, 1, 2, 3]
     NTS, DKS, PKS, ONS = (list(range(x)) for x in (NT, DK, PK, ON))
     NT2S, ON2S = list(range(NT // 2)), list(range(ON // 2))
 
-    def score2(acc, b, i, j):
-        """The score in log2 units, after the mask (the causal and sequence-end tests are the caller's)."""
-        if not MASKED:
-            return acc * SCALE2
-        return shape.masked(acc * float(shape.scale), b, i, j, causal=False) * LOG2E
+
+    softmax = online_softmax(shape, KEYS)
 
     with hidet.script_module() as module:
         @hidet.script
@@ -190,51 +258,8 @@ def build_module(shape, cfg, name: str):
                         mma_sync(~qf[kk, 0], ~kf[0], ~sacc[2 * nj, 0])
                         mma_sync(~qf[kk, 0], ~kf[4], ~sacc[2 * nj + 1, 0])
 
-                # online softmax: new maxima, then probabilities in place of the scores. A tile whose keys all
-                # exist and (causal) all precede the warp's first row needs no tests: the softmax is written
-                # twice, without them (tested = 0) and with them (1), and the warp runs one of the two
-                edge = 0 if j0 + KEYS <= SK else 1
-                if CAUSAL:
-                    edge = 0 if j0 + KEYS <= SK and j0 + KEYS - 1 <= q0 + warp * 16 else 1
-                for tested in PAIR:
-                    if edge == tested:
-                        for h in HALVES:
-                            row = row0 + h * 8
-                            rc = row if row < SQ else SQ - 1
-                            tile_top: f32 = LOWEST
-                            for n in NTS:
-                                for c in PAIR:
-                                    j = j0 + n * 8 + t4 * 2 + c
-                                    jc = j if j < SK else SK - 1
-                                    s = score2(sacc[n, h * 2 + c], b, rc, jc)
-                                    if tested == 1:
-                                        ok = j < SK
-                                        if CAUSAL:
-                                            ok = ok and j <= row
-                                        s = select(ok, s, LOWEST)
-                                    sacc[n, h * 2 + c] = s
-                                    tile_top = fmax(tile_top, s)
-                            tile_top = fmax(tile_top, shfl_xor_sync(FULL, tile_top, 1))
-                            tile_top = fmax(tile_top, shfl_xor_sync(FULL, tile_top, 2))
-                            new_top = fmax(top[h], tile_top)
-                            correction = exp2(top[h] - new_top)
-                            top[h] = new_top
-                            part: f32 = 0.0
-                            for n in NTS:
-                                for c in PAIR:
-                                    p = exp2(sacc[n, h * 2 + c] - new_top)
-                                    if tested == 1:
-                                        j = j0 + n * 8 + t4 * 2 + c
-                                        ok = j < SK
-                                        if CAUSAL:
-                                            ok = ok and j <= row0 + h * 8
-                                        p = select(ok, p, 0.0)
-                                    sacc[n, h * 2 + c] = p
-                                    part += p
-                            total[h] = total[h] * correction + part
-                            for n in ONS:
-                                for c in PAIR:
-                                    oacc[n, h * 2 + c] = oacc[n, h * 2 + c] * correction
+                # online softmax (mma.online_softmax): probabilities in place of the scores
+                softmax(sacc, oacc, top, total, b, j0, q0 + warp * 16, row0, t4)
 
                 # p v: the probabilities as A fragments (two n8 score tiles make one k16 step)
                 for kk in PKS:

@@ -20,9 +20,9 @@ the softmax of one tile with the scores of the next (two warpgroups in turn) is 
 """
 from __future__ import annotations
 
-from hidet.ir.expr import SymbolVar, cast, select
+from hidet.ir.expr import SymbolVar, cast
 
-from .mma import LOG2E, LOWEST, MMA_DTYPES
+from .mma import FULL, LOWEST, MMA_DTYPES, online_softmax
 
 WG_HEADS = (64, 128)  # head sizes (of q·k and of v) the kernel takes
 WG_ROWS = (64, 128)  # query rows per block: one or two warpgroups
@@ -63,7 +63,6 @@ def build_module(shape, cfg, name: str):
     from hidet.lang.cuda import (blockIdx, cp_async, cp_async_commit_group, cp_async_wait_group,
                                  dynamic_shared_memory, fence_proxy_async, shfl_xor_sync, syncthreads, threadIdx,
                                  wgmma, wgmma_commit_group, wgmma_fence, wgmma_rs, wgmma_wait_group)
-    from hidet.lang.math import exp2, max as fmax
 
     why = unsupported(shape)
     if why:
@@ -85,17 +84,11 @@ def build_module(shape, cfg, name: str):
     q_at, k_at, v_at = swizzled(ROWS), swizzled(KEYS), swizzled(KEYS)
     V_LBO = KEYS * 64 * 2  # bytes between v's 64-column blocks (wgmma's leading byte offset, N-major)
     CAUSAL = shape.causal
-    MASKED = shape.mask_kind != 'none'
-    SCALE2 = float(shape.scale) * LOG2E
-    FULL = 0xFFFFFFFF
     HALVES, PAIR, FOUR = [0, 1], [0, 1], [0, 1, 2, 3]
     NTS, DKS, PKS, ONS = (list(range(x)) for x in (NT, DK, PK, ON))
 
-    def score2(acc, b, i, j):
-        """The score in log2 units, after the mask (the causal and sequence-end tests are the caller's)."""
-        if not MASKED:
-            return acc * SCALE2
-        return shape.masked(acc * float(shape.scale), b, i, j, causal=False) * LOG2E
+
+    softmax = online_softmax(shape, KEYS)
 
     with hidet.script_module() as module:
         @hidet.script
@@ -184,50 +177,8 @@ def build_module(shape, cfg, name: str):
                 wgmma_commit_group()
                 wgmma_wait_group(0)
 
-                # online softmax (mma.py's): new maxima, probabilities in place of the scores; a tile with
-                # keys past the end or, causal, after the warp's first row runs the tests (tested = 1)
-                edge = 0 if j0 + KEYS <= SK else 1
-                if CAUSAL:
-                    edge = 0 if j0 + KEYS <= SK and j0 + KEYS - 1 <= q0 + warp * 16 else 1
-                for tested in PAIR:
-                    if edge == tested:
-                        for h in HALVES:
-                            row = row0 + h * 8
-                            rc = row if row < SQ else SQ - 1
-                            tile_top: f32 = LOWEST
-                            for n in NTS:
-                                for c in PAIR:
-                                    j = j0 + n * 8 + t4 * 2 + c
-                                    jc = j if j < SK else SK - 1
-                                    s = score2(sacc[n, h * 2 + c], b, rc, jc)
-                                    if tested == 1:
-                                        ok = j < SK
-                                        if CAUSAL:
-                                            ok = ok and j <= row
-                                        s = select(ok, s, LOWEST)
-                                    sacc[n, h * 2 + c] = s
-                                    tile_top = fmax(tile_top, s)
-                            tile_top = fmax(tile_top, shfl_xor_sync(FULL, tile_top, 1))
-                            tile_top = fmax(tile_top, shfl_xor_sync(FULL, tile_top, 2))
-                            new_top = fmax(top[h], tile_top)
-                            correction = exp2(top[h] - new_top)
-                            top[h] = new_top
-                            part: f32 = 0.0
-                            for n in NTS:
-                                for c in PAIR:
-                                    p = exp2(sacc[n, h * 2 + c] - new_top)
-                                    if tested == 1:
-                                        j = j0 + n * 8 + t4 * 2 + c
-                                        ok = j < SK
-                                        if CAUSAL:
-                                            ok = ok and j <= row0 + h * 8
-                                        p = select(ok, p, 0.0)
-                                    sacc[n, h * 2 + c] = p
-                                    part += p
-                            total[h] = total[h] * correction + part
-                            for n in ONS:
-                                for c in PAIR:
-                                    oacc[n, h * 2 + c] = oacc[n, h * 2 + c] * correction
+                # online softmax (mma.online_softmax): probabilities in place of the scores
+                softmax(sacc, oacc, top, total, b, j0, q0 + warp * 16, row0, t4)
 
                 # p v: the probabilities as A fragments from registers (two n8 score tiles make one k16 step);
                 # v's tile N-major, a k16 step 16 of its rows
