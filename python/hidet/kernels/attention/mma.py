@@ -163,7 +163,6 @@ def build_module(shape, cfg, name: str):
     NTS, DKS, PKS, ONS = (list(range(x)) for x in (NT, DK, PK, ON))
     NT2S, ON2S = list(range(NT // 2)), list(range(ON // 2))
 
-
     softmax = online_softmax(shape, KEYS)
 
     with hidet.script_module() as module:

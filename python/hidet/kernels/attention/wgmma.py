@@ -87,7 +87,6 @@ def build_module(shape, cfg, name: str):
     HALVES, PAIR, FOUR = [0, 1], [0, 1], [0, 1, 2, 3]
     NTS, DKS, PKS, ONS = (list(range(x)) for x in (NT, DK, PK, ON))
 
-
     softmax = online_softmax(shape, KEYS)
 
     with hidet.script_module() as module:
