@@ -2,8 +2,9 @@
 (``conv2d_channels_last``, whose implicit GEMM the tensor-core template reads 8 channels at a time), each 3x3
 depthwise one too (``depthwise_conv2d_channels_last``: a mobile network's expansion, depthwise and projection
 convolutions then exchange channels-last tensors, with no transposing kernel or transposed GEMM operand between
-them; larger windows stay with the NCHW template), and the layout is carried through the elementwise operators after it (bias, batch-norm scale, activation,
-residual add), so the next convolution reads the previous one's output as it is:
+them; larger windows stay with the NCHW template), and the layout is carried through the elementwise operators
+after it (bias, batch-norm scale, activation, residual add), so the next convolution reads the previous one's
+output as it is:
 
     conv(x) → add(·, b) → relu → conv        becomes
     permute(x) → conv_cl → add(·, bᵀ) → relu → conv_cl → … → permute back where an NCHW reader remains
