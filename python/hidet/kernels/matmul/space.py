@@ -143,9 +143,9 @@ TILE_EFFICIENCY = {(128, 256): 1.0, (128, 192): 0.98, (128, 128): 0.95, (128, 64
 WG_DENSE_SHAPES = ((128, 256, 256), (128, 128, 128), (128, 64, 64), (64, 128, 128), (64, 64, 64))
 # GEMMs narrower than 64 (1x1 convolutions to 16-32 channels in mobile networks) with a k-major B: one
 # warpgroup's 64 x 32 or 64 x 16 tiles, more blocks than 64 x 64 tiles of which half or more is padding (cuBLAS
-# runs such layers in 64 x 8 tiles). H100, batch 1, 1x1 convolutions 144 → 24 at 56 x 56, 192 → 32 at 28 x 28, 96 → 24
-# at 56 x 56: 2.7, 2.6, 2.5 µs in 64 x 16 tiles against 2.9, 2.8, 2.7 in 64 x 64 (cuDNN 2.9, 2.8, 2.7); with a
-# bias-and-activation epilogue 3.0, 2.8, 2.8 against 3.6, 3.4, 3.4
+# runs such layers in 64 x 8 tiles). H100, batch 1, 1x1 convolutions 144 → 24 at 56 x 56, 192 → 32 at 28 x 28,
+# 96 → 24 at 56 x 56: 2.7, 2.6, 2.5 µs in 64 x 16 tiles against 2.9, 2.8, 2.7 in 64 x 64 (cuDNN 2.9, 2.8, 2.7);
+# with a bias-and-activation epilogue 3.0, 2.8, 2.8 against 3.6, 3.4, 3.4
 WG_NARROW_SHAPES = ((64, 32, 32), (64, 16, 16))
 # A dense GEMM with 128 x 256 tiles for at least this fraction of a wave takes them, whatever the cost model says: it
 # was fitted at m = 128 and 197, and it puts large tiles too low (H100, cold weights, GPT-2's layers at batch 8 x 512:
