@@ -39,9 +39,10 @@ def test_bench_checks_results_against_float32(capsys):
     main(['bench', 'matmul', '16', '8', '4', '--device', 'cpu', '--dtype', 'f32', '--backends', 'hidet,eager',
           '--warmup', '1', '--repeat', '2', '--json'])
     out = capsys.readouterr().out
-    assert 'max error vs fp32' in out
+    assert 'max error vs fp32' in out and 'rms error' in out
     results = json.loads(out.split('JSON ', 1)[1])['results']
     assert 0 <= results['hidet']['max_error'] < 1e-4 and results['eager']['max_error'] == 0
+    assert 0 <= results['hidet']['rms_error'] <= results['hidet']['max_error'] and results['eager']['rms_error'] == 0
 
 
 def test_bench_fails_on_a_wrong_result(monkeypatch, capsys):
@@ -64,6 +65,9 @@ def test_accuracy_verdict():
     assert accuracy.max_error([torch.tensor([1.5, -4.0])], ref) == 0.5
     assert accuracy.max_error([torch.tensor([float('nan'), -4.0])], ref) == float('inf')
     assert accuracy.max_error([torch.zeros(3)], ref) is None  # another shape
+    assert accuracy.rms_error([torch.tensor([1.5, -4.0])], ref) == pytest.approx((0.25 / 2) ** 0.5)
+    assert accuracy.rms_error([torch.tensor([float('nan'), -4.0])], ref) == float('inf')
+    assert accuracy.rms_error([torch.zeros(3)], ref) is None
     assert accuracy.verdict({'hidet': 0.05, 'eager': 0.01}, 4.0, 2e-2) is None  # 0.05 <= 0.01 + 0.08
     assert 'off' in accuracy.verdict({'hidet': 0.1, 'eager': 0.01}, 4.0, 2e-2)
     assert 'in number or shape' in accuracy.verdict({'hidet': None, 'eager': 0.0}, 4.0, 2e-2)

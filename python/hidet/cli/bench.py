@@ -294,6 +294,7 @@ def _run(args) -> int:
         raise SystemExit('hidet bench: no CUDA device is available; pass --device cpu to benchmark on the CPU')
     results: Dict[str, Tuple[float, float]] = {}  # backend → (latency ms, compile s)
     errors: Dict[str, Optional[float]] = {}  # backend → largest error of its first result against float32
+    rms: Dict[str, Optional[float]] = {}  # backend → the RMS of those errors
     profiles: Dict[str, str] = {}
     # torch's float32 GEMMs: exact unless --tf32 (as hidet's), whatever the process default
     torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = bool(args.tf32)
@@ -326,7 +327,9 @@ def _run(args) -> int:
             reference = _reference(copy.deepcopy(model).float(), inputs)
         ref_scale = accuracy.scale(reference)
         if 'eager' not in backends:  # (eager's own error is the measure of what the dtype allows)
-            errors['eager'] = accuracy.max_error(runners['eager']()(), reference)
+            eager_out = runners['eager']()()
+            errors['eager'] = accuracy.max_error(eager_out, reference)
+            rms['eager'] = accuracy.rms_error(eager_out, reference)
         calls: Dict[str, Callable[[], object]] = {}
         compile_times: Dict[str, float] = {}
         for backend in backends:
@@ -337,7 +340,9 @@ def _run(args) -> int:
                 torch.cuda.synchronize()
             compile_times[backend] = time.perf_counter() - t0
             # checked now: a CUDA-graph replay may overwrite the outputs of an earlier call (inductor's)
-            errors[backend] = accuracy.max_error(results_as_torch.get(backend, lambda o: o)(out), reference)
+            as_torch = results_as_torch.get(backend, lambda o: o)(out)
+            errors[backend] = accuracy.max_error(as_torch, reference)
+            rms[backend] = accuracy.rms_error(as_torch, reference)
             calls[backend] = call
         medians = _interleaved_medians(calls, args.device, args.warmup, args.repeat)
         for backend, call in calls.items():
@@ -353,9 +358,10 @@ def _run(args) -> int:
         row.append(f'{ms / hidet_ms:.2f}x' if hidet_ms and backend != 'hidet' else '')
         row.append(f'{compile_s:.1f}')
         row.append('?' if errors[backend] is None else f'{errors[backend]:.3g}')
+        row.append('?' if rms.get(backend) is None else f'{rms[backend]:.3g}')
         rows.append(row)
     headers = ['backend', 'latency (ms)'] + (['TFLOP/s'] if flops is not None else []) + \
-        ['hidet speed-up over it', 'compile (s)', 'max error vs fp32']
+        ['hidet speed-up over it', 'compile (s)', 'max error vs fp32', 'rms error']
     print(f'{title} on {args.device} (outputs as large as {ref_scale:.3g})')
     print(tabulate(rows, headers=headers))
     for backend, (table, kernel_us, launches) in profiles.items():
@@ -368,7 +374,8 @@ def _run(args) -> int:
         print('JSON ' + json.dumps({'case': title, 'device': args.device, 'mode': getattr(args, 'mode', None),
                                     'space': args.space, 'tflop': flops / 1e12 if flops else None,
                                     'output_scale': ref_scale,
-                                    'results': {b: {'ms': ms, 'compile_s': c, 'max_error': errors[b]}
+                                    'results': {b: {'ms': ms, 'compile_s': c, 'max_error': errors[b],
+                                                    'rms_error': rms.get(b)}
                                                 for b, (ms, c) in results.items()},
                                     'profiles': {b: {'table': t, 'kernel_us': us, 'launches': n}
                                                  for b, (t, us, n) in profiles.items()}}))
