@@ -282,6 +282,17 @@ def mma_sync(a, b, c, shape: str = 'm16n8k16'):
 WGMMA_NS = (16, 32, 64, 128, 192, 256)
 
 
+def _wgmma_operands(what: str, acc, a, b):
+    """(acc, a, b) of a wgmma as pointers: float32 accumulators, A and B both float16 or both bfloat16."""
+    acc, a, b = as_pointer(acc, f'{what}: acc'), as_pointer(a, f'{what}: a'), as_pointer(b, f'{what}: b')
+    if pointee(acc).name != 'float32':
+        raise TypeError(f'{what}: acc must point to float32 accumulators, got {pointee(acc)}')
+    if pointee(a).name not in ('float16', 'bfloat16') or pointee(b) != pointee(a):
+        raise TypeError(f'{what}: a and b must both point to float16 or bfloat16 values, got {pointee(a)} and '
+                        f'{pointee(b)}')
+    return acc, a, b
+
+
 def wgmma(acc, a, b, n: int, trans_a: bool = False, trans_b: bool = False, a_lbo: int = 0, b_lbo: int = 0,
           accumulate=True):
     """``acc += A @ B`` for a warpgroup (128 threads; ``wgmma.mma_async.sync.aligned.m64n{n}k16.f32``, sm_90a):
@@ -299,12 +310,7 @@ def wgmma(acc, a, b, n: int, trans_a: bool = False, trans_b: bool = False, a_lbo
         if not isinstance(flag, bool):
             raise TypeError(f'wgmma: {what} must be a Python bool')
     a_lbo, b_lbo = _const_int(a_lbo, 'wgmma: a_lbo'), _const_int(b_lbo, 'wgmma: b_lbo')
-    acc, a, b = as_pointer(acc, 'wgmma: acc'), as_pointer(a, 'wgmma: a'), as_pointer(b, 'wgmma: b')
-    if pointee(acc).name != 'float32':
-        raise TypeError(f'wgmma: acc must point to float32 accumulators, got {pointee(acc)}')
-    if pointee(a).name not in ('float16', 'bfloat16') or pointee(b) != pointee(a):
-        raise TypeError(f'wgmma: a and b must both point to float16 or bfloat16 values, got {pointee(a)} and '
-                        f'{pointee(b)}')
+    acc, a, b = _wgmma_operands('wgmma', acc, a, b)
     accumulate = cast(_scalar(accumulate, 'wgmma: accumulate'), 'int32')
     return PrimCall('cuda_wgmma_m64k16', [acc, a, b, accumulate], void,
                     {'n': n, 'trans_a': int(trans_a), 'trans_b': int(trans_b), 'a_lbo': a_lbo, 'b_lbo': b_lbo})
@@ -322,12 +328,7 @@ def wgmma_rs(acc, a, b, n: int, trans_b: bool = False, b_lbo: int = 0, accumulat
     if not isinstance(trans_b, bool):
         raise TypeError('wgmma_rs: trans_b must be a Python bool')
     b_lbo = _const_int(b_lbo, 'wgmma_rs: b_lbo')
-    acc, a, b = as_pointer(acc, 'wgmma_rs: acc'), as_pointer(a, 'wgmma_rs: a'), as_pointer(b, 'wgmma_rs: b')
-    if pointee(acc).name != 'float32':
-        raise TypeError(f'wgmma_rs: acc must point to float32 accumulators, got {pointee(acc)}')
-    if pointee(a).name not in ('float16', 'bfloat16') or pointee(b) != pointee(a):
-        raise TypeError(f'wgmma_rs: a and b must both point to float16 or bfloat16 values, got {pointee(a)} and '
-                        f'{pointee(b)}')
+    acc, a, b = _wgmma_operands('wgmma_rs', acc, a, b)
     accumulate = cast(_scalar(accumulate, 'wgmma_rs: accumulate'), 'int32')
     return PrimCall('cuda_wgmma_rs_m64k16', [acc, a, b, accumulate], void,
                     {'n': n, 'trans_b': int(trans_b), 'b_lbo': b_lbo})
