@@ -53,27 +53,30 @@ FULL = 0xFFFFFFFF  # every lane of a warp (shuffles)
 
 
 def online_softmax(shape, keys: int):
-    """The online softmax of a warp's 16 query rows against one tile of ``keys`` keys, a Hidet Script macro that
-    both kernels take (this module's and wgmma.py's: their scores lie alike, as m16n8 accumulators, the lane's
-    rows row0 and row0 + 8):
+    """The online softmax of a warp's 16 query rows, as Hidet Script macros that both kernels take (this module's
+    and wgmma.py's: their scores lie alike, as m16n8 accumulators, the lane's rows row0 and row0 + 8):
 
-        softmax(sacc, oacc, top, total, b, j0, first_row, row0, t4)
+        start(oacc, top, total)                                  zero output accumulators, maxima at -inf
+        step(sacc, oacc, top, total, b, j0, first_row, row0, t4) one tile of ``keys`` keys
+        finish(oacc, total, b, row0, t4)                         the lane's outputs divided by the row sums
 
-    scales and masks the scores (sacc), takes the new row maxima (top, log2 units; the four lanes of a row
-    through two shuffles), puts the probabilities in place of the scores and corrects the running sums (total)
-    and the output accumulators (oacc). A tile whose keys all exist and (causal) all precede the warp's first row
-    (first_row) needs no tests: the softmax is written twice, without them (tested = 0) and with them (1), and
-    the warp runs one of the two."""
+    ``step`` scales and masks the scores (sacc), takes the new row maxima (top, log2 units; the four lanes of a
+    row through two shuffles), puts the probabilities in place of the scores and corrects the running sums
+    (total) and the output accumulators (oacc). A tile whose keys all exist and (causal) all precede the warp's
+    first row (first_row) needs no tests: the softmax is written twice, without them (tested = 0) and with them
+    (1), and the warp runs one of the two. ``finish`` sums the row sums across the four lanes of a row and
+    stores the rows that exist."""
     # (Hidet Script and the code generator load when a kernel is built: import hidet, which reads the
     # templates through the fusion policy, stays light)
-    from hidet.lang import f32, macro
+    from hidet.lang import f32, i64, macro
     from hidet.lang.cuda import shfl_xor_sync
     from hidet.lang.math import exp2, max as fmax
 
     SQ, SK, KEYS, CAUSAL = shape.sq, shape.sk, keys, shape.causal
+    out, O_RS = shape.out, shape.row_stride(3)
     MASKED = shape.mask_kind != 'none'
     SCALE2 = float(shape.scale) * LOG2E
-    HALVES, PAIR = [0, 1], [0, 1]
+    HALVES, PAIR, FOUR = [0, 1], [0, 1], [0, 1, 2, 3]
     NTS, ONS = list(range(keys // 8)), list(range(shape.dv // 8))
 
     def score2(acc, b, i, j):
@@ -83,7 +86,16 @@ def online_softmax(shape, keys: int):
         return shape.masked(acc * float(shape.scale), b, i, j, causal=False) * LOG2E
 
     @macro
-    def softmax(sacc, oacc, top, total, b, j0, first_row, row0, t4):
+    def start(oacc, top, total):
+        for n in ONS:
+            for e in FOUR:
+                oacc[n, e] = 0.0
+        for h in HALVES:
+            top[h] = LOWEST
+            total[h] = 0.0
+
+    @macro
+    def step(sacc, oacc, top, total, b, j0, first_row, row0, t4):
         edge = 0 if j0 + KEYS <= SK else 1
         if CAUSAL:
             edge = 0 if j0 + KEYS <= SK and j0 + KEYS - 1 <= first_row else 1
@@ -127,7 +139,21 @@ def online_softmax(shape, keys: int):
                         for c in PAIR:
                             oacc[n, h * 2 + c] = oacc[n, h * 2 + c] * correction
 
-    return softmax
+    @macro
+    def finish(oacc, total, b, row0, t4):
+        o_base = i64(shape.base(3, b))
+        for h in HALVES:
+            s = total[h]
+            s += shfl_xor_sync(FULL, s, 1)
+            s += shfl_xor_sync(FULL, s, 2)
+            row = row0 + h * 8
+            if row < SQ:
+                for n in ONS:
+                    for c in PAIR:
+                        out[o_base + i64(row) * O_RS + n * 8 + t4 * 2 + c] = \
+                            cast(oacc[n, h * 2 + c] / s, shape.out_dtype)
+
+    return start, step, finish
 
 
 def build_module(shape, cfg, name: str):
@@ -136,7 +162,7 @@ def build_module(shape, cfg, name: str):
     import hidet
     from hidet.lang import attr, f32, i64, register_tensor, view
     from hidet.lang.cuda import (blockIdx, cp_async, cp_async_commit_group, cp_async_wait_group,
-                                 dynamic_shared_memory, ldmatrix, mma_sync, shfl_xor_sync, syncthreads, threadIdx)
+                                 dynamic_shared_memory, ldmatrix, mma_sync, syncthreads, threadIdx)
 
     why = unsupported(shape)
     if why:
@@ -156,14 +182,14 @@ def build_module(shape, cfg, name: str):
     PK = KEYS // 16  # k16 steps of p v
     ON = DV // 8  # n8 tiles of the output
     Q_CH, K_CH, V_CH = D // 8, D // 8, DV // 8  # 16-byte chunks per row
-    Q_RS, K_RS, V_RS, O_RS = (shape.row_stride(w) for w in range(4))  # elements between rows
+    Q_RS, K_RS, V_RS = (shape.row_stride(w) for w in range(3))  # elements between rows
     CAUSAL = shape.causal
     # loops over register arrays are Python lists, unrolled in the generated code (registers, not local memory)
-    HALVES, PAIR, FOUR = [0, 1], [0, 1], [0, 1, 2, 3]
-    NTS, DKS, PKS, ONS = (list(range(x)) for x in (NT, DK, PK, ON))
+    FOUR = [0, 1, 2, 3]
+    NTS, DKS, PKS = (list(range(x)) for x in (NT, DK, PK))
     NT2S, ON2S = list(range(NT // 2)), list(range(ON // 2))
 
-    softmax = online_softmax(shape, KEYS)
+    softmax_start, softmax, softmax_finish = online_softmax(shape, KEYS)
 
     with hidet.script_module() as module:
         @hidet.script
@@ -216,12 +242,7 @@ def build_module(shape, cfg, name: str):
             oacc = register_tensor(f32, [ON, 4])
             top = register_tensor(f32, [2])  # running maximum (log2 units) of the lane's two rows
             total = register_tensor(f32, [2])  # the lane's share of the running row sums
-            for n in ONS:
-                for e in FOUR:
-                    oacc[n, e] = 0.0
-            for h in HALVES:
-                top[h] = LOWEST
-                total[h] = 0.0
+            softmax_start(oacc, top, total)
             row0 = q0 + warp * 16 + g  # the lane's rows: row0 and row0 + 8
 
             for tile in range(tiles):
@@ -272,17 +293,7 @@ def build_module(shape, cfg, name: str):
                         mma_sync(~pf[kk, 0], ~vf[4], ~oacc[2 * nj + 1, 0])
                 syncthreads()  # every warp is done with this buffer before the next tile's copies overwrite it
 
-            o_base = i64(shape.base(3, b))
-            for h in HALVES:
-                s = total[h]
-                s += shfl_xor_sync(FULL, s, 1)
-                s += shfl_xor_sync(FULL, s, 2)
-                row = row0 + h * 8
-                if row < SQ:
-                    for n in ONS:
-                        for c in PAIR:
-                            out[o_base + i64(row) * O_RS + n * 8 + t4 * 2 + c] = \
-                                cast(oacc[n, h * 2 + c] / s, shape.out_dtype)
+            softmax_finish(oacc, total, b, row0, t4)
 
     kernel = module.functions[-1]
     kernel.params[:0] = shape.ins + [out]

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from hidet.ir.expr import SymbolVar, cast
 
-from .mma import FULL, LOWEST, MMA_DTYPES, online_softmax
+from .mma import MMA_DTYPES, online_softmax
 
 WG_HEADS = (64, 128)  # head sizes (of q·k and of v) the kernel takes
 WG_ROWS = (64, 128)  # query rows per block: one or two warpgroups
@@ -61,7 +61,7 @@ def build_module(shape, cfg, name: str):
     import hidet
     from hidet.lang import attr, f32, i64, register_tensor, view
     from hidet.lang.cuda import (blockIdx, cp_async, cp_async_commit_group, cp_async_wait_group,
-                                 dynamic_shared_memory, fence_proxy_async, shfl_xor_sync, syncthreads, threadIdx,
+                                 dynamic_shared_memory, fence_proxy_async, syncthreads, threadIdx,
                                  wgmma, wgmma_commit_group, wgmma_fence, wgmma_rs, wgmma_wait_group)
 
     why = unsupported(shape)
@@ -80,14 +80,14 @@ def build_module(shape, cfg, name: str):
     PK = KEYS // 16  # k16 steps of p v
     ON = DV // 8  # n8 tiles of the output
     Q_CH, K_CH, V_CH = D // 8, D // 8, DV // 8  # 16-byte chunks per row
-    Q_RS, K_RS, V_RS, O_RS = (shape.row_stride(w) for w in range(4))  # elements between rows
+    Q_RS, K_RS, V_RS = (shape.row_stride(w) for w in range(3))  # elements between rows
     q_at, k_at, v_at = swizzled(ROWS), swizzled(KEYS), swizzled(KEYS)
     V_LBO = KEYS * 64 * 2  # bytes between v's 64-column blocks (wgmma's leading byte offset, N-major)
     CAUSAL = shape.causal
-    HALVES, PAIR, FOUR = [0, 1], [0, 1], [0, 1, 2, 3]
-    NTS, DKS, PKS, ONS = (list(range(x)) for x in (NT, DK, PK, ON))
+    FOUR = [0, 1, 2, 3]
+    DKS, PKS = list(range(DK)), list(range(PK))
 
-    softmax = online_softmax(shape, KEYS)
+    softmax_start, softmax, softmax_finish = online_softmax(shape, KEYS)
 
     with hidet.script_module() as module:
         @hidet.script
@@ -138,12 +138,7 @@ def build_module(shape, cfg, name: str):
             oacc = register_tensor(f32, [ON, 4])
             top = register_tensor(f32, [2])  # running maximum (log2 units) of the lane's two rows
             total = register_tensor(f32, [2])  # the lane's share of the running row sums
-            for n in ONS:
-                for e in FOUR:
-                    oacc[n, e] = 0.0
-            for h in HALVES:
-                top[h] = LOWEST
-                total[h] = 0.0
+            softmax_start(oacc, top, total)
             row0 = q0 + warp * 16 + g  # the lane's rows: row0 and row0 + 8
 
             for tile in range(tiles):
@@ -192,17 +187,7 @@ def build_module(shape, cfg, name: str):
                 wgmma_wait_group(0)
                 syncthreads()  # every warpgroup is done with this buffer before the next tile's copies refill it
 
-            o_base = i64(shape.base(3, b))
-            for h in HALVES:
-                s = total[h]
-                s += shfl_xor_sync(FULL, s, 1)
-                s += shfl_xor_sync(FULL, s, 2)
-                row = row0 + h * 8
-                if row < SQ:
-                    for n in ONS:
-                        for c in PAIR:
-                            out[o_base + i64(row) * O_RS + n * 8 + t4 * 2 + c] = \
-                                cast(oacc[n, h * 2 + c] / s, shape.out_dtype)
+            softmax_finish(oacc, total, b, row0, t4)
 
     kernel = module.functions[-1]
     kernel.params[:0] = shape.ins + [out]
