@@ -746,8 +746,8 @@ def test_gelu_tanh_and_silu_epilogues_use_the_fast_activation_forms():
     (silu,) = fused_tasks(lambda a, b, up: ops.silu(ops.matmul(a, b)) * up, ([256, 768], 'float16'),
                           ([768, 512], 'float16'), ([256, 512], 'float16'))
     for task, fast, slow in ((gelu, 'hidet::one_plus_tanh(', r'\btanh\('), (silu, 'hidet::sigmoid(', r'\bexp\(')):
-        source = find_matmul_template(task, 'cuda', 'sm_90').source(default_config(
-            find_matmul_template(task, 'cuda', 'sm_90').spec, 132, wgmma=True))
+        template = find_matmul_template(task, 'cuda', 'sm_90')
+        source = template.source(default_config(template.spec, 132, wgmma=True))
         assert fast in source and not re.search(slow, source), task.name
 
 
