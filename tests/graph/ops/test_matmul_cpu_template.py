@@ -133,3 +133,19 @@ def test_epilogue_merging_axes(order):
     got = graph.build()(hidet.from_torch(p), hidet.from_torch(v)).torch()
     want = (p.double() @ v.double()).permute(*order).reshape(2, 5, 12)
     torch.testing.assert_close(got.double(), want, rtol=1e-6, atol=1e-6)
+
+
+def test_cpu_template_rounds_a_biased_matmul_once():
+    """``x @ w + bias`` in float16 rounds once, as torch's linear: the bias is added to the float32 accumulator.
+    Integer operands keep the accumulator exact and the products past 2048, where float16's step is 2 or more,
+    so rounding the product to float16 before the bias would change most outputs."""
+    torch.manual_seed(0)
+    x, w = torch.randint(0, 17, (24, 128)).half(), torch.randint(0, 17, (128, 40)).half()
+    bias = (torch.randint(-40, 40, (40,)) / 8).half()
+    syms = [hidet.symbol(list(t.shape), 'float16') for t in (x, w, bias)]
+    graph = hidet.graph.optimize(hidet.trace_from(ops.matmul(syms[0], syms[1]) + syms[2], syms))
+    assert len(graph.nodes) == 1 and find_matmul_template(graph.nodes[0].task, 'cpu') is not None
+    got = graph.build()(*[hidet.from_torch(t) for t in (x, w, bias)]).torch()
+    exact = x.double() @ w.double() + bias.double()
+    assert torch.equal(got, exact.half())
+    assert not torch.equal((x.double() @ w.double()).half().double() + bias.double(), exact)  # (the test bites)

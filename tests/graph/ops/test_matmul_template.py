@@ -48,6 +48,23 @@ def test_fused_scale_prologue_and_bias_gelu_epilogue():
     assert explain(task) == 'gemm 64x80x96 a:computed b:direct'
 
 
+def test_epilogue_computes_in_float32_and_rounds_once():
+    """gelu(x @ w + bias) + residual in float16: from the float32 accumulator on the epilogue computes in float32
+    (the bias and the residual widened as read) and rounds once, to the output's float16."""
+    from hidet.ir.expr import Cast, Expr, TensorElement
+    from hidet.ir.functors import collect
+
+    (task,) = fused_tasks(lambda x, w, b, r: ops.gelu(ops.matmul(x, w) + b) + r, ([64, 96], 'float16'),
+                          ([96, 80], 'float16'), ([80], 'float16'), ([64, 80], 'float16'))
+    spec = match_gemm(task)
+    top = spec.epilogue
+    assert isinstance(top, Cast) and top.dtype == 'float16' and top.a.dtype == 'float32'
+    reads = {id(e) for e in collect(top, TensorElement)}
+    narrow = [e for e in collect(top.a, Expr) if e.dtype == 'float16' and id(e) not in reads]
+    assert not narrow, narrow  # no float16 arithmetic, constant or rounding inside
+    assert len(reads) == 2
+
+
 def test_batch_only_a_has_folds_into_m():
     (task,) = fused_tasks(lambda x, w, r: ops.matmul(x, w) + r, ([2, 3, 64, 96], 'float16'), ([96, 80], 'float16'),
                           ([2, 3, 64, 80], 'float16'))

@@ -30,7 +30,7 @@ from typing import Callable, Dict, List, Optional, Sequence, Set, Tuple
 
 from hidet.ir.compute import ReduceCompute, TensorNode
 from hidet.ir.dtypes import DataType, float32, int64
-from hidet.ir.expr import (Binary, Cast, Constant, Expr, Select, SymbolVar, TensorElement, Unary, Var, cast,
+from hidet.ir.expr import (Binary, Call, Cast, Constant, Expr, Select, SymbolVar, TensorElement, Unary, Var, cast,
                            evaluate_dim, same_dim, simplify_dim, symbols_of)
 from hidet.ir.functors import collect, conjuncts, inline_computes, merge_divmod, rewrite, substitute
 from hidet.ir.schedulers.analysis import known_multiple
@@ -474,14 +474,14 @@ def _epilogue(task: Task, anchor: TensorNode, r: ReduceCompute, acc: Var, c_vars
     """(value over acc and c_vars, flat output index over c_vars, per anchor dim the output axes it becomes)."""
     out = task.outputs[0]
     d = anchor.definition
-    anchor_value = rewrite(d.value, lambda e: cast(acc, r.dtype) if e is r else None)  # rounded as the
-    # auto-scheduler does: the matmul's own output dtype first, then the epilogue
+    # (the matmul's own output dtype, as written; ``widened`` then drops this rounding)
+    anchor_value = rewrite(d.value, lambda e: cast(acc, r.dtype) if e is r else None)
     anchor_value = substitute(anchor_value, dict(zip(d.axes, c_vars)))  # anchor's own axes → the GEMM's
     if collect(anchor_value, ReduceCompute) or any(not e.tensor.is_input()
                                                      for e in collect(anchor_value, TensorElement)):
         raise NotGemm('the anchor reads computed tensors around its reduction')
     if out is anchor:
-        return anchor_value, flat_index(c_vars, anchor.shape), [[(i, 1)] for i in range(len(c_vars))], {}
+        return widened(anchor_value, acc), flat_index(c_vars, anchor.shape), [[(i, 1)] for i in range(len(c_vars))], {}
     value = inline_except(out.definition.value, anchor)
     reads = [e for e in collect(value, TensorElement) if e.tensor is anchor]
     if not reads:
@@ -541,7 +541,69 @@ def _epilogue(task: Task, anchor: TensorNode, r: ReduceCompute, acc: Var, c_vars
     value = substitute(value, dict(zip(out_axes, out_vals)))
     if collect(value, ReduceCompute):
         raise NotGemm('the epilogue has a reduction')
-    return value, flat_index(out_vals, out.shape), groups, pieces
+    return widened(value, acc), flat_index(out_vals, out.shape), groups, pieces
+
+
+def widened(value: Expr, acc: Var) -> Expr:
+    """``value`` computed in float32 from the float32 ``acc`` on, rounded once, to its own dtype, at the end.
+
+    As written, an epilogue rounds the accumulator to the matmul's 16-bit dtype before it adds a bias (and each
+    16-bit operation of the chain rounds again); torch's linear and conv2d add their bias to the float32
+    accumulator and round once. Here every 16-bit float node that depends on ``acc`` computes in float32 (its
+    other operands, a bias or a residual read in 16 bits, are widened exactly), and casts to a 16-bit float
+    inside the chain are dropped; casts to other types (an integer, a boolean) stay."""
+    memo: Dict[int, Tuple[Expr, bool]] = {}
+
+    def narrow(dtype: DataType) -> bool:
+        return dtype.is_float() and dtype.bits < 32
+
+    def wide(e: Expr) -> Expr:  # (a constant keeps its written value: GELU's 1/sqrt(2) not rounded to 16 bits)
+        if not narrow(e.dtype):
+            return e
+        return Constant(e.value, float32) if isinstance(e, Constant) else cast(e, float32)
+
+    def visit(e: Expr) -> Tuple[Expr, bool]:  # (the new node, whether it depends on acc)
+        if id(e) in memo:
+            return memo[id(e)]
+        if e is acc:
+            r = (e, True)
+        elif isinstance(e, Cast):
+            a, dep = visit(e.a)
+            if dep and e.dtype.is_float() and a.dtype.is_float() and e.dtype.bits <= 32:
+                r = (wide(a), True)  # a rounding inside the chain: dropped (float32 stays float32)
+            else:
+                r = (a if a is e.a else Cast(a, e.dtype), dep)
+        elif isinstance(e, Binary):
+            (a, da), (b, db) = visit(e.a), visit(e.b)
+            dep = da or db
+            if dep and (narrow(e.dtype) or (e.dtype.is_boolean() and (narrow(a.dtype) or narrow(b.dtype)))):
+                a, b = wide(a), wide(b)  # (a comparison of a widened value compares in float32 too)
+                r = (Binary(e.op, a, b, e.dtype if e.dtype.is_boolean() else float32), True)
+            else:
+                r = (e if (a, b) == (e.a, e.b) else Binary(e.op, a, b, e.dtype), dep)
+        elif isinstance(e, Unary):
+            a, dep = visit(e.a)
+            r = (e if a is e.a else Unary(e.op, a), dep)
+        elif isinstance(e, Call):
+            visited = [visit(x) for x in e.args]
+            dep = any(d for _, d in visited)
+            args = [x for x, _ in visited]
+            if dep and narrow(e.dtype):
+                r = (Call(e.func, [wide(x) for x in args], float32), True)
+            else:
+                r = (e if tuple(args) == e.args else Call(e.func, args, e.dtype), dep)
+        elif isinstance(e, Select):
+            (c, _), (t, dt), (f, df) = visit(e.cond), visit(e.t), visit(e.f)
+            dep = dt or df
+            if dep and narrow(e.dtype):
+                t, f = wide(t), wide(f)
+            r = (e if (c, t, f) == (e.cond, e.t, e.f) else Select(c, t, f), dep)
+        else:  # variables, constants, reads of the task's inputs (their indices never read acc)
+            r = (e, False)
+        memo[id(e)] = r
+        return r
+
+    return cast(visit(value)[0], value.dtype)
 
 
 def _strip_int_cast(e: Expr) -> Expr:
