@@ -95,7 +95,8 @@ def test_fold_conv_batch_norm():
 
 def test_fold_conv_batch_norm_through_float32_casts():
     """A float16 model's batch norm computes in float32 between two casts (as torch's): the chain still folds,
-    into float16 weights and shift, and agrees with the unfolded graph within float16's rounding."""
+    into one float32 scale and shift of the convolution's result (its float16 weights untouched), fused into
+    one kernel, and agrees with the unfolded graph within float16's rounding."""
     x = hidet.symbol([2, 8, 6, 6], dtype='float16')
     w = hidet.from_torch(torch.randn(16, 8, 3, 3).half())
     mean, var = hidet.from_torch(torch.randn(16).half()), hidet.from_torch((torch.rand(16) + 0.3).half())
@@ -104,11 +105,14 @@ def test_fold_conv_batch_norm_through_float32_casts():
     g = FoldConstants()(hidet.trace_from(y, [x]), PassContext())
     assert 'CastF32' in _names(g)
     folded = FoldConvBatchNorm()(g, PassContext())
-    assert _names(folded) == ['Conv2d', 'Add', 'Relu']
-    assert all(t.dtype.name == 'float16' for n in folded.nodes for t in n.inputs + n.outputs)
+    assert _names(folded) == ['Conv2d', 'CastF32', 'Multiply', 'Add', 'CastF16', 'Relu']
+    assert folded.nodes[0].inputs[1] is w  # the weights as they were
+    assert [t.dtype.name for t in folded.nodes[2].inputs + folded.nodes[3].inputs] == ['float32'] * 4
     xv = hidet.from_torch(torch.randn(2, 8, 6, 6).half())
     want, got = g(xv).torch().float(), folded(xv).torch().float()
     assert (got - want).abs().max() <= 2e-3 * want.abs().max()
+    assert _names(hidet.graph.optimize(hidet.trace_from(y, [x]))) == [
+        'Fused[Conv2d, CastF32, Multiply, Add, CastF16, Relu]']
 
 
 def test_fold_conv_batch_norm_chain_of_casts_alone_is_kept():
@@ -119,16 +123,19 @@ def test_fold_conv_batch_norm_chain_of_casts_alone_is_kept():
 
 
 def test_fold_conv_batch_norm_keeps_scales_past_the_dtype_range():
-    """Two float16 scales of 300 fold into weights of ~9e4, past float16's 65504: the chain is kept."""
-    x = hidet.symbol([1, 3, 6, 6], dtype='float16')
-    w = hidet.from_torch(torch.rand(4, 3, 3, 3).half() + 0.5)
-    scale = hidet.from_torch(torch.full([4, 1, 1], 300.0).half())
-    y = ops.conv2d(x, w, padding=1) * scale * scale
-    g = hidet.trace_from(y, [x])
-    folded = FoldConvBatchNorm()(g, PassContext())
-    assert _names(folded) == _names(g)
-    xv = hidet.from_torch(torch.rand(1, 3, 6, 6).half() * 1e-3)
-    assert folded(xv).torch().isfinite().all()
+    """Two scales of 300 would fold into weights of ~9e4, past float16's 65504: a float16 convolution's scale
+    stays in float32 (finite), a float32 convolution's folded weights are float32 anyway; a float16 result
+    past the range rounds to infinity as the unfolded graph's does."""
+    for dtype in ('float16', 'float32'):
+        x = hidet.symbol([1, 3, 6, 6], dtype=dtype)
+        w = hidet.from_torch((torch.rand(4, 3, 3, 3) + 0.5).to(getattr(torch, dtype)))
+        scale = hidet.from_torch(torch.full([4, 1, 1], 300.0).to(getattr(torch, dtype)))
+        g = hidet.trace_from(ops.conv2d(x, w, padding=1) * scale * scale, [x])
+        folded = FoldConvBatchNorm()(g, PassContext())
+        assert _names(folded) == (['Conv2d', 'CastF32', 'Multiply', 'CastF16'] if dtype == 'float16' else ['Conv2d', 'Add'])
+        xv = hidet.from_torch(torch.rand(1, 3, 6, 6).to(getattr(torch, dtype)) * 1e-3)
+        got, want = folded(xv).torch().double(), g(xv).torch().double()
+        assert got.isfinite().all() and torch.allclose(got, want, rtol=2e-3), dtype
 
 
 def test_precision_conversion_saturates_constants():

@@ -5,10 +5,17 @@ std, scale, shift) becomes one convolution with scaled weights plus one per-chan
     y = (conv(x, W) + b - mean) * inv_std * gamma + beta   →   conv(x, W * s) + t
 
 The chain may widen the convolution's result to another float type and narrow it back (a float16 model's
-batch norm computes in float32, as torch's): a cast is the identity step of the chain. The folded weights
-and shift keep the convolution's dtype; where the chain ends in another dtype, the add is cast to it.
-The chain is folded while each op's result has a single reader; after it the fusion pass turns the
-convolution and its add (and any activation) into one kernel.
+batch norm computes in float32, as torch's): a cast is the identity step of the chain. A float32
+convolution's folded weights and shift keep its dtype; where the chain ends in another dtype, the add is
+cast to it. A float16 convolution keeps its weights and gets a float32 scale and shift instead,
+
+    y = cast(cast(conv(x, W), float32) * s + t, float16)
+
+since scaling float16 weights rounds each of them once more, and a float16 shift is one more rounding of
+every output (resnet18 in float16 measured 1.2x eager's RMS error folded that way, 1.0x this way); the
+fused epilogue computes it in float32 and rounds once, so ``s * W`` past float16's range needs no special
+case either. The chain is folded while each op's result has a single reader; after it the fusion pass turns
+the convolution and its scale and shift (and any activation) into one kernel.
 """
 from __future__ import annotations
 
@@ -24,6 +31,7 @@ from hidet.graph.ops.conv import ConvOp
 from hidet.graph.tensor import Tensor, _from_host_values, _host_values
 from hidet.graph.transforms.base import GraphPass, rewrite_graph
 from hidet.graph.transforms.pass_context import PassContext
+from hidet.ir.dtypes import float32
 
 _FOLDABLE = ('add', 'subtract', 'multiply', 'divide')
 
@@ -69,6 +77,9 @@ class FoldConvBatchNorm(GraphPass):
                 return None
             conv, scale, shift = plans[id(node)]
             w = conv.inputs[1]
+            if w.dtype.name == 'float16':
+                return [_scale_and_shift_in_float32(conv.clone(conv_inputs[id(conv)]).outputs[0], scale, shift,
+                                                    node.outputs[0].dtype)]
             w_values = _host_values(w).astype(np.float64) if w.dtype.name != 'bfloat16' else None
             if w_values is None:
                 return None  # bfloat16 weights: keep the ops (host bf16 math is not worth it here)
@@ -83,6 +94,24 @@ class FoldConvBatchNorm(GraphPass):
             return [ew.cast_(ew.add(conv_out, t), node.outputs[0].dtype)]
 
         return rewrite_graph(graph, fold)
+
+
+def _scale_and_shift_in_float32(y: Tensor, scale: np.ndarray, shift: np.ndarray, dtype) -> Tensor:
+    """``cast(cast(y, float32) * scale + shift, dtype)``, per channel (dimension 1); no multiply for a unit
+    scale (a bias alone), no add for a zero shift."""
+    def per_channel(values: np.ndarray) -> Tensor:
+        shape = [-1] + [1] * (y.ndim - 2)
+        return _from_host_values(values.reshape(shape).astype(np.float32), float32, y.device)
+
+    unit, zero = bool(np.all(scale == 1.0)), bool(np.all(shift == 0.0))
+    if unit and zero:
+        return ew.cast_(y, dtype)
+    out = ew.cast_(y, float32)
+    if not unit:
+        out = ew.multiply(out, per_channel(scale))
+    if not zero:
+        out = ew.add(out, per_channel(shift))
+    return ew.cast_(out, dtype)
 
 
 def _fits(values: np.ndarray, dtype) -> bool:
