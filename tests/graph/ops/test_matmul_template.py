@@ -694,6 +694,21 @@ def test_wgmma_defaults_follow_the_cost_model(shape, config):
     assert default_config(spec, 132, wgmma=True).name() == config
 
 
+@pytest.mark.parametrize('x_shape,w_shape,stride,config', [
+    ([32, 28, 28, 128], [512, 1, 1, 128], 1, '64x128x64_w64x128_p3_wg_tma'),  # k x n up to 512 x 512: epilogue-bound
+    ([32, 14, 14, 256], [1024, 1, 1, 256], 1, '64x128x64_w64x128_p3_wg_tma'),
+    ([32, 56, 56, 256], [512, 1, 1, 256], 2, '64x128x64_w64x128_p3_wg_tma'),  # (strided: its input gathered)
+    ([32, 14, 14, 1024], [512, 1, 1, 1024], 1, '128x256x64_w64x256_p4_wg_tma'),  # larger k x n: the large tiles
+    ([32, 56, 56, 64], [64, 1, 1, 64], 1, '128x64x64_w64x64_p4_wg_tma'),  # 64 columns
+    ([1, 28, 28, 128], [512, 1, 1, 128], 1, '64x64x64_w64x64_p6_wg_tma'),  # batch 1: under two waves of 64 x 128
+], ids=str)
+def test_epilogue_bound_gemms_take_tiles_three_blocks_an_sm_hold(x_shape, w_shape, stride, config):
+    """resnet50's 1x1 convolutions at batch 32: small k x n over many rows spend their time in the epilogue, so
+    64 x 128 tiles in 3 stages (three blocks an SM: one's epilogue overlaps the others' mainloops)."""
+    spec = _conv_spec(x_shape, w_shape, stride, 0, 1)
+    assert default_config(spec, 132, wgmma=True).name() == config
+
+
 @pytest.mark.parametrize('wgmma', [False, True])
 def test_default_split_gives_every_split_k_tiles(wgmma):
     """resnet18's last 3x3 convolutions at batch 1 (49 x 512 x 4608 as an implicit GEMM): 4 tiles, so split-k

@@ -96,12 +96,31 @@ def wg_config(spec: GemmSpec, bm: int, bn: int, wn: int, sms: int, stages: int =
     return cfg
 
 
+# A GEMM of at most this k and at least 128 columns whose 64 x 128 tiles make two waves or more (resnet50's 1x1
+# convolutions at batch 32) spends its time in the epilogue's stores (and a residual's reads), not the mainloop:
+# 64 x 128 tiles in 3 stages (72 KB) fit three blocks an SM, so one block's epilogue overlaps the others'
+# mainloops, where a 128 x 256 tile (its 133 KB float32 staging) runs alone. H100, batch 32, with resnet's residual
+# epilogue (µs, 64 x 128 against the cost model's tiles): 56x56 64→256 57.6 / 74.3, 28x28 128→512 31.7 / 40.4,
+# 28x28 512→256 27.4 / 34.2, 14x14 256→1024 16.6 / 21.7, 56x56 256→128 43.3 / 45.1, 28x28 512→128 16.6 / 18.3; bare
+# GEMMs equal or faster too. Where k x n passes 512 x 512 the larger tiles stay ahead (14x14 1024→512: 21.7 / 18.7;
+# 28x28 512→1024 stride 2: 23.9 / 22.9; bare 7x7 512→2048: 11.6 / 10.5). (Fitted on those 15 layers alone.)
+EPILOGUE_BOUND_KN = 512 * 512
+
+
+def _epilogue_bound(spec: GemmSpec, sms: int) -> bool:
+    return spec.n >= 128 and spec.k * spec.n <= EPILOGUE_BOUND_KN and _tiles(spec, 64, 128) >= 2 * sms
+
+
 def _wg_default(spec: GemmSpec, sms: int):
     """The wgmma config of a GEMM with m > 64: the largest tiles (128 x 256, 128 x 128) that fill the GPU, else
     one warpgroup's 64 x 128 tiles, deeply pipelined and split along k (128 x 4096 x 4096 on the H100: 18.7 µs
-    against 22.1 for 128 x 128 split 4)."""
+    against 22.1 for 128 x 128 split 4); 64 x 128 tiles in 3 stages for an epilogue-bound GEMM."""
     if spec.m <= 64:
         return None
+    if _epilogue_bound(spec, sms):
+        cfg = wg_config(spec, 64, 128, 128, sms, stages=3)
+        tma = replace(cfg, tma=True)
+        return tma if not tma_unsupported(spec) and not check_config(spec, tma) else cfg
     if any(op.gather is not None and op.gather.window is not None for op in (spec.a, spec.b)):
         # a convolution (resnet50's 3x3 layers at batch 32 on the H100, level 0 against the best of level 2)
         bn = min(256, pow2_ceil(spec.n))
