@@ -151,6 +151,33 @@ class LlamaLayer(nn.Module):
         return x + self.down_proj(self.act_fn(self.gate_proj(h)) * self.up_proj(h))
 
 
+class ResNetBlocks(nn.Module):
+    """A stem and four resnet basic blocks (two of them downsampling, with a strided 1x1 convolution), pooled into
+    a linear head: every convolution followed by a batch norm."""
+
+    class Block(nn.Module):
+        def __init__(self, cin: int, cout: int, stride: int):
+            super().__init__()
+            self.c1, self.b1 = nn.Conv2d(cin, cout, 3, stride, 1, bias=False), nn.BatchNorm2d(cout)
+            self.c2, self.b2 = nn.Conv2d(cout, cout, 3, 1, 1, bias=False), nn.BatchNorm2d(cout)
+            self.down = None if stride == 1 and cin == cout else \
+                nn.Sequential(nn.Conv2d(cin, cout, 1, stride, bias=False), nn.BatchNorm2d(cout))
+
+        def forward(self, x):
+            y = self.b2(self.c2(F.relu(self.b1(self.c1(x)))))
+            return F.relu(y + (x if self.down is None else self.down(x)))
+
+    def __init__(self):
+        super().__init__()
+        self.stem = nn.Sequential(nn.Conv2d(3, 32, 3, 2, 1, bias=False), nn.BatchNorm2d(32), nn.ReLU())
+        self.blocks = nn.Sequential(self.Block(32, 32, 1), self.Block(32, 64, 2), self.Block(64, 64, 1),
+                                    self.Block(64, 128, 2))
+        self.fc = nn.Linear(128, 100)
+
+    def forward(self, x):
+        return self.fc(self.blocks(self.stem(x)).mean((2, 3)))
+
+
 class VisionBlocks(nn.Module):
     """The building blocks of efficientnet (MBConv: SiLU, depthwise conv, squeeze-excitation) and
     convnext (7x7 depthwise conv, channels-last LayerNorm via permute, layer scale, LayerNorm2d)."""

@@ -118,6 +118,7 @@ class _Compiled:
         self.compiled_graph = compiled_graph
         self.device: Optional[torch.device] = None
         self.moves: List[Optional[bool]] = []  # per real input: None (not a tensor), moves to the device or not
+        self.state: Tuple = ()  # the model-state tensors (parameters, buffers) it was built from, baked in
         self.outputs = _structure_builder(out_spec)  # callable(graph outputs) → the output structure
 
 
@@ -166,10 +167,16 @@ class CompiledFx:
         # the placeholders that are real inputs (not model state): what each call looks at, of a few hundred
         # arguments when dynamo lifts the parameters into the graph's inputs
         self._input_positions = [i for i, c in enumerate(self.constants) if not c]
+        # the model-state placeholders: their values are baked into a build as constants, so a build serves the
+        # tensors it was made from alone (dynamo hands the same graph another instance of the model: another
+        # build, never the first one's weights); a C-level identity check per call, a few µs for hundreds
+        positions = [i for i, c in enumerate(self.constants) if c]
+        self._state_of = (lambda args: ()) if not positions else operator.itemgetter(*positions) \
+            if len(positions) > 1 else (lambda args: (args[positions[0]],))
         self.config = config
         self.options = hidet.option.resolve(options)  # how its kernels build (hidet.option), read once
         self.registry = registry
-        self._cache: Dict[Tuple, _Compiled] = {}
+        self._cache: Dict[Tuple, List[_Compiled]] = {}  # input signature → its builds, one per set of model state
         self.graph_id = next(_GRAPH_IDS)
         # dynamo's symbolic sizes (dynamic=True, mark_dynamic, automatic dynamic): one graph for all of them
         self.symbolic = placeholder_dims(gm, self.constants)
@@ -228,14 +235,18 @@ class CompiledFx:
         return self.interpreter(args).unsupported_error(nodes, self._check_reasons)
 
     def prepare(self, args: Sequence[Any]) -> _Compiled:
-        key = self._key(args)
-        if key not in self._cache:
-            compiled = self._build(args)
-            compiled.device = self._device(args)
-            compiled.moves = [self._joins(a, compiled.device) if isinstance(a, torch.Tensor) else None
-                              for a in self._inputs(args)]
-            self._cache[key] = compiled
-        return self._cache[key]
+        builds = self._cache.setdefault(self._key(args), [])
+        state = self._state_of(args)
+        for compiled in builds:
+            if _same_state(compiled.state, state):
+                return compiled
+        compiled = self._build(args)
+        compiled.device = self._device(args)
+        compiled.moves = [self._joins(a, compiled.device) if isinstance(a, torch.Tensor) else None
+                          for a in self._inputs(args)]
+        compiled.state = tuple(state)
+        builds.insert(0, compiled)  # (the newest first: a model rebuilt for new weights is the one called next)
+        return compiled
 
     def optimized_graph(self, args: Sequence[Any], times: Optional[logs.StageTimes] = None):
         """(optimized FlowGraph or None, output structure with _Out leaves, number of graph outputs) of the
@@ -308,7 +319,7 @@ class CompiledFx:
     def _dump_dir(self) -> Optional[str]:
         if not self.config.dump_graph_ir:
             return None
-        path = os.path.join(self.config.dump_graph_ir, f'graph_{self.graph_id}_{len(self._cache)}')
+        path = os.path.join(self.config.dump_graph_ir, f'graph_{self.graph_id}_{len(self._builds())}')
         os.makedirs(path, exist_ok=True)
         return path
 
@@ -329,20 +340,45 @@ class CompiledFx:
 
     # ------------------------------------------------------------------ running
     def __call__(self, *args):
-        compiled = self._cache.get(self._key(args)) or self.prepare(args)
+        builds = self._cache.get(self._key(args))
+        compiled = builds[0] if builds and _same_state(builds[0].state, self._state_of(args)) else self.prepare(args)
         device = compiled.device
         inputs = [_contiguous(a.to(device) if move else a)
                   for a, move in zip(self._inputs(args), compiled.moves) if move is not None]
         outs = compiled.runner(inputs) if compiled.num_graph_outputs else []
         return compiled.outputs(outs)
 
+    def _builds(self) -> List[_Compiled]:
+        return [c for builds in self._cache.values() for c in builds]
+
     @property
     def compiled_graphs(self) -> List[Any]:
-        return [c.compiled_graph for c in self._cache.values() if c.compiled_graph is not None]
+        return [c.compiled_graph for c in self._builds() if c.compiled_graph is not None]
 
     @property
     def flow_graphs(self) -> List[Any]:
-        return [c.flow_graph for c in self._cache.values() if c.flow_graph is not None]
+        return [c.flow_graph for c in self._builds() if c.flow_graph is not None]
+
+
+def _same_state(built: Tuple, now: Tuple) -> bool:
+    """Whether model state ``now`` is the tensors a build baked in (``built``): the same objects, tensors over the same
+    memory, shape and strides, or (dynamic=True: dynamo passes a module's Python numbers, an ``eps``, as a fresh
+    0-d tensor at each call) 0-d tensors of the same value."""
+    if len(built) != len(now):
+        return False
+    same = list(map(operator.is_, built, now))  # (C-level loops: a few µs for hundreds of parameters)
+    if all(same):
+        return True
+    return all(_aliases(built[i], now[i]) for i in itertools.compress(range(len(same)), map(operator.not_, same)))
+
+
+def _aliases(a, b) -> bool:
+    if not (isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor)) or a.dtype != b.dtype or a.device != b.device \
+            or a.shape != b.shape:
+        return False
+    if a.dim() == 0 and a.device.type == 'cpu':  # (a value on the host: no device sync)
+        return bool(torch.equal(a, b))
+    return a.data_ptr() == b.data_ptr() and a.stride() == b.stride()
 
 
 def _plain(a):
