@@ -747,6 +747,31 @@ def test_epilogue_reads_are_issued_before_the_stores():
     assert max(loads) < min(stores)
 
 
+def test_per_column_epilogue_reads_are_loaded_once_a_thread():
+    """resnet50's expansion at batch 32 with its epilogue (a float32 batch-norm scale and shift per column, a
+    residual): a thread's 8 output vectors lie in one column of the 64 x 128 tile, so the scale and shift are
+    loaded once (2 x 2 16-byte loads), the residual once a vector, 4 vectors ahead (registers: three blocks an SM)."""
+    def block(x, w, s, t, r):
+        y = ops.cast(ops.cast(ops.conv2d_channels_last(x, w), 'float32') * s + t, 'float16')
+        return ops.relu(y + r)
+
+    (task,) = fused_tasks(block, ([32, 28, 28, 128], 'float16'), ([512, 1, 1, 128], 'float16'), ([512], 'float32'),
+                          ([512], 'float32'), ([32, 28, 28, 512], 'float16'))
+    template = find_matmul_template(task, 'cuda', 'sm_90')
+    cfg = default_config(template.spec, 132, wgmma=True)
+    assert cfg.name() == '64x128x64_w64x128_p3_wg_tma'
+    lines = template.source(cfg).splitlines()
+    loads = {}
+    for i, line in enumerate(lines):
+        found = re.search(r'copy_vector<16>\(x\d+_vec\w* \+ \w+, (in\d+)_', line)
+        if found:
+            loads.setdefault(found.group(1), []).append(i)
+    stores = [i for i, line in enumerate(lines) if re.search(r'copy_vector<16>\(out_', line)]
+    scale, shift, residual = (loads[f'in{p}'] for p in (2, 3, 4))
+    assert len(scale) == len(shift) == 2 and len(residual) == len(stores) == 8
+    assert max(scale + shift) < min(residual) and sorted(residual)[3] < min(stores)
+
+
 @pytest.mark.parametrize('shape,config', [
     ((3136, 24, 144), '64x16x64_w64x16_p6_wg_tma'),  # mobilenet_v2's 1x1 convolution 144 -> 24 at 56 x 56
     ((784, 32, 192), '64x16x64_w64x16_p6_wg_tma'),

@@ -108,22 +108,26 @@ class LanePlan:
         return self._placeholder(e, lambda v: self.vectors.append((v, e, flat)))
 
     def load_registers(self, lower: Callable[[Expr], Expr], lower_index: Callable[[Expr], Expr],
-                       buffer_of: Callable[[TensorElement], Var],
-                       scalars: Optional[str] = None) -> Tuple[List[Stmt], Dict[Var, Var]]:
+                       buffer_of: Callable[[TensorElement], Var], scalars: Optional[str] = None,
+                       vectors: Optional[List[Var]] = None, broadcasts: bool = True
+                       ) -> Tuple[List[Stmt], Dict[Var, Var]]:
         """The statements loading the plan's reads for one vector of outputs (its base indices in ``lower``, which
         lowers an expression of the value's variables; ``lower_index`` lowers a flat index): each broadcast read
         declared as its scalar placeholder, each vector read loaded into a register array of the lanes (16-byte
         accesses); and the register array of each vector placeholder. ``scalars``: each broadcast read declared
         as a scalar of its own instead, named with this suffix (several vectors' reads in one scope), and given
-        in the result as its placeholder's value."""
+        in the result as its placeholder's value. ``vectors``: the vector reads to load (default: all);
+        ``broadcasts``: whether to load the broadcast reads."""
         registers: Dict[Var, Var] = {}
         stmts: List[Stmt] = []
-        for v, e in self.broadcasts:
+        for v, e in self.broadcasts if broadcasts else []:
             var = v if scalars is None else Var(f'{v.name}_{scalars}', e.dtype)
             stmts.append(Declare(var, lower(e)))
             if scalars is not None:
                 registers[v] = var
         for v, e, flat in self.vectors:
+            if vectors is not None and not any(v is w for w in vectors):
+                continue
             reg = Var(f'{v.name}_vec', e.dtype, type=TensorType(e.dtype, [self.lanes], 'register'))
             stmts += [Declare(reg)] + vector_copies(reg, 0, buffer_of(e), lower_index(flat), self.lanes, e.dtype)
             registers[v] = reg

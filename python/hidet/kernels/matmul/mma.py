@@ -40,6 +40,7 @@ import functools
 from typing import Optional
 
 from hidet.ir.expr import BufferLoad, SymbolVar, Var, binary
+from hidet.ir.stmt import Seq
 
 from .config import (STAGE_PAD, WG_ALIGN, MmaConfig, cdiv, check_config, chunk, cluster_split, is_tf32, kernel_name,
                      smem_bytes, stage_elements, vector_store, vector_width)
@@ -81,11 +82,16 @@ def _chunk_step(at, rstep: int, shape, ch: int) -> Optional[int]:
 # 32-bit registers a thread may hold for the epilogue reads it issues ahead of their use (GemmValues.epilogue_reads):
 # GPT-2's residual and bias at batch 8 (8 a vector) for 12 vectors in 128 x 192 tiles
 PREFETCH_REGS = 96
+# ... and for tiles of at most 64 x 128, which share an SM with other blocks: registers are occupancy there (resnet50's
+# residual epilogues at batch 32 in 64 x 128 tiles: 4 vectors' reads ahead, 104 registers a thread, three blocks an
+# SM; all 8 ahead took 138, two blocks)
+PREFETCH_REGS_SHARED_SM = 16
 
 
-def read_registers(plan) -> int:
-    """32-bit registers that the reads of one vector of a vector epilogue (a LanePlan) hold."""
-    return (sum(-(-plan.lanes * e.dtype.nbytes // 4) for _, e, _ in plan.vectors)
+def read_registers(plan, vectors) -> int:
+    """32-bit registers that the reads of one vector of a vector epilogue (a LanePlan) hold: its broadcast reads and
+    the vector reads of ``vectors`` (placeholders)."""
+    return (sum(-(-plan.lanes * e.dtype.nbytes // 4) for v, e, _ in plan.vectors if any(v is w for w in vectors))
             + sum(-(-e.dtype.nbytes // 4) for _, e in plan.broadcasts))
 
 
@@ -176,11 +182,18 @@ def build_script_module(spec: GemmSpec, cfg: MmaConfig, m_bound=None):
     ITERS = RANK_ITERS if DSMEM else E_ITERS  # a thread's epilogue iterations (vectors of outputs)
     # The vector epilogue's reads (a residual, a bias) issued ahead of the stores, a group of iterations at a time
     # (GemmValues.epilogue_reads): the first group's while the tile is staged, each later one before its stores
-    READ_REGS = read_registers(PLAN) if VEC else 0
-    GROUP = min(ITERS, max(1, PREFETCH_REGS // READ_REGS)) if READ_REGS else 0
+    # A thread's vectors all lie in one column of the tile (its rows THREADS / VPR apart): the per-column reads (a
+    # bias, a batch norm's float32 scale and shift) are loaded once, not with each vector (resnet's batch-norm
+    # epilogues: 16 of a vector's 20 registers of reads, which cut the vectors read ahead to 4 of 8)
+    COLUMN_VECS = values.column_vectors(PLAN) if VEC and not M_WALK and not DSMEM and THREADS % VPR == 0 else []
+    ROW_VECS = [v for v, _, _ in PLAN.vectors if not any(v is w for w in COLUMN_VECS)] if VEC else []
+    READ_REGS = read_registers(PLAN, ROW_VECS) if VEC else 0
+    BUDGET = PREFETCH_REGS_SHARED_SM if BM * BN <= 64 * 128 else PREFETCH_REGS
+    GROUP = min(ITERS, max(1, BUDGET // READ_REGS)) if READ_REGS else ITERS if COLUMN_VECS else 0
     PREFETCH = GROUP > 0
     GROUPS = [list(range(g, min(g + GROUP, ITERS))) for g in range(0, ITERS, GROUP)] if PREFETCH else [[]]
     READS = {}  # iteration → its reads' registers (epilogue_reads)
+    COLUMN_READS = {}  # the per-column reads' registers (column_reads)
     ITER_LIST = list(range(ITERS))
 
     def epilogue_vector(tid, split, it):
@@ -195,7 +208,17 @@ def build_script_module(spec: GemmSpec, cfg: MmaConfig, m_bound=None):
         idx, r, c = epilogue_vector(tid, split, it)
         gm, gn = m0 + r, n0 + c
         cond = all_of(True if A_FULL else gm < M, True if B_FULL else gn < N, idx < BM * VPR if DSMEM else True)
-        stmt, READS[it] = values.epilogue_reads(PLAN, bz, gm, gn, cond, it)
+        stmt, READS[it] = values.epilogue_reads(PLAN, bz, gm, gn, cond, it, ROW_VECS if COLUMN_VECS else None)
+        READS[it].update(COLUMN_READS)
+        return stmt
+
+    def column_reads(tid, bz, n0):
+        """The statements loading the thread's per-column reads once (COLUMN_VECS; none without them)."""
+        if not COLUMN_VECS:
+            return Seq([])
+        _, _, c = epilogue_vector(tid, 0, 0)
+        stmt, regs = values.column_reads(PLAN, bz, n0 + c, True if B_FULL else n0 + c < N)
+        COLUMN_READS.update(regs)
         return stmt
 
     def vector_epilogue(bz, gm, gn, cst, r, c, it):
@@ -608,6 +631,7 @@ def build_script_module(spec: GemmSpec, cfg: MmaConfig, m_bound=None):
                     cst[r, c + 1] = acc[mi, ni, 1]
                     cst[r + 8, c] = acc[mi, ni, 2]
                     cst[r + 8, c + 1] = acc[mi, ni, 3]
+            column_reads(tid, bz, n0)
             for it in GROUPS[0]:
                 epilogue_reads(tid, split, bz, m0, n0, it)
             if DSMEM:

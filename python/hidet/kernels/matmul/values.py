@@ -11,12 +11,15 @@ from hidet.ir.dtypes import float32, int32, int64
 from hidet.ir.expr import (Binary, BufferLoad, COMPARE_OPS, Cast, Constant, Expr, SymbolVar, TensorElement, Var, binary,
                            cast, convert)
 from hidet.ir.functors import INT32_MAX, collect, conjuncts, merge_divmod, narrow_index, rewrite
+from hidet.ir.schedulers.analysis import depends_on
 from hidet.ir.schedulers.lowering import flat_index
 from hidet.ir.schedulers.vectorize import LanePlan, copy_lanes, vector_copies
 from hidet.ir.stmt import Assign, Declare, If, Seq, Stmt, Store, VectorCopy
 from hidet.ir.type import TensorType
 
 from .spec import GemmSpec, Operand
+
+ANY_ROW = Constant(0, int64)  # (m where a value does not depend on it)
 
 
 def _prod(xs) -> int:
@@ -225,14 +228,35 @@ class GemmValues:
         pos = {id(t): i for i, t in enumerate(self.spec.task.inputs)}
         return {pos[id(e.tensor)]: copy_lanes(plan.lanes, e.dtype) * e.dtype.nbytes for _, e, _ in plan.vectors}
 
-    def epilogue_reads(self, plan: LanePlan, bz, gm, gn, cond, tag: int) -> Tuple[Stmt, Dict[Var, Var]]:
+    def column_vectors(self, plan: LanePlan) -> List[Var]:
+        """The placeholders of ``plan``'s vector reads that do not depend on m (per-column vectors: a bias, a batch
+        norm's scale and shift): the same for every row of a thread's outputs in one column."""
+        return [v for v, _, flat in plan.vectors if not depends_on(flat, [self.spec.m_var])]
+
+    def column_reads(self, plan: LanePlan, bz, gn, cond) -> Tuple[Stmt, Dict[Var, Var]]:
+        """The loads of ``plan``'s column vectors for the outputs (bz, any m, gn ..), where ``cond`` holds, issued
+        once for all the rows a thread takes in that column; and their register arrays."""
+        loads, regs = plan.load_registers(
+            lambda e: self.lower(e, self._epilogue_at(bz, ANY_ROW, gn)),
+            lambda flat: merge_divmod(self.lower(flat, self._epilogue_at(bz, ANY_ROW, gn)), static_divisors=False),
+            lambda e: self._params[id(e.tensor)], scalars='col', vectors=self.column_vectors(plan), broadcasts=False)
+        return self._guarded(loads, cond), regs
+
+    def epilogue_reads(self, plan: LanePlan, bz, gm, gn, cond, tag: int,
+                       vectors: Optional[List[Var]] = None) -> Tuple[Stmt, Dict[Var, Var]]:
         """``plan``'s reads for the outputs (bz, gm, gn .. gn + lanes - 1), issued ahead of their use: the
         registers declared (scalars named with ``tag``), loaded where ``cond`` holds (the outputs exist); and
         each placeholder's register array or scalar, for vector_epilogue's ``reads``. A thread issues the
         reads of several vectors this way before it stores any, so their latencies overlap: a store between
         two loads would keep them apart (the output may alias an input as far as the compiler knows), and
-        GPT-2's residual epilogues at batch 8 (12 vectors a thread) took 7 µs more than the bare GEMM."""
-        loads, regs = self._epilogue_loads(plan, self._epilogue_at(bz, gm, gn), str(tag))
+        GPT-2's residual epilogues at batch 8 (12 vectors a thread) took 7 µs more than the bare GEMM.
+        ``vectors``: the vector reads to issue (default: all; the column vectors may be column_reads')."""
+        loads, regs = self._epilogue_loads(plan, self._epilogue_at(bz, gm, gn), str(tag), vectors)
+        return self._guarded(loads, cond), regs
+
+    @staticmethod
+    def _guarded(loads: List[Stmt], cond) -> Stmt:
+        """``loads`` (declarations and loads) with the loads under ``cond``, the declarations outside it."""
         decls, work = [], []
         for stmt in loads:
             if isinstance(stmt, Declare):
@@ -242,8 +266,8 @@ class GemmValues:
             else:
                 work.append(stmt)
         if cond is True or not work:  # (True: a static tile whose outputs all exist)
-            return Seq(decls + work), regs
-        return Seq(decls + [If(cond, Seq(work))]), regs
+            return Seq(decls + work)
+        return Seq(decls + [If(cond, Seq(work))])
 
     def vector_epilogue(self, plan: LanePlan, bz, gm, gn, stage: Var, stage_index: Expr,
                         reads: Optional[Dict[Var, Var]] = None) -> Stmt:
@@ -275,11 +299,12 @@ class GemmValues:
         at.update({self.spec.m_var: gm, self.spec.n_var: gn})
         return at
 
-    def _epilogue_loads(self, plan: LanePlan, at: Dict[Var, Expr], scalars: Optional[str] = None):
-        """``plan.load_registers`` at the epilogue's values ``at`` (``scalars``: see there)."""
+    def _epilogue_loads(self, plan: LanePlan, at: Dict[Var, Expr], scalars: Optional[str] = None,
+                        vectors: Optional[List[Var]] = None):
+        """``plan.load_registers`` at the epilogue's values ``at`` (``scalars``, ``vectors``: see there)."""
         return plan.load_registers(lambda e: self.lower(e, at),
                                    lambda flat: merge_divmod(self.lower(flat, at), static_divisors=False),
-                                   lambda e: self._params[id(e.tensor)], scalars=scalars)
+                                   lambda e: self._params[id(e.tensor)], scalars=scalars, vectors=vectors)
 
     def out_index(self, bz, gm, gn) -> Expr:
         return self._at(self.spec.out_index, bz, {self.spec.m_var: gm, self.spec.n_var: gn})
