@@ -9,7 +9,8 @@ each search level chose and the tuning time.
 ``--candidates``: also every candidate of the level-2 space, each checked against torch (max error) and timed;
 ``--twins``: with every wgmma candidate's twin of the other copy mechanism (TMA for cp.async, and back) where
 TMA can copy the operands, to compare the two tile by tile. ``--epilogue``: hidet's kernel with a residual
-block's epilogue fused (relu(C + shift + residual), shift per column) beside the bare one, to see what the
+block's epilogue fused (relu(C * scale + shift + residual), a float32 batch-norm scale and shift per column, as
+the fold_conv_batch_norm pass leaves them) beside the bare one, to see what the
 epilogue costs; torch stays the bare GEMM. ``--configs``: named configs (as the table prints them, e.g.
 ``64x64x64_w64x64_p6_s8_wg_tma``) timed as candidates too.
 
@@ -206,22 +207,25 @@ def resnet50_convolutions(batch: int):
 
 
 def with_epilogue(op_fn, a, b, c, gelu: bool = False):
-    """(task, inputs, expected output) of relu(op_fn(a, b) + shift + residual) as one fused kernel: a per-column
-    shift (a constant) and a residual input of C's shape; ``gelu``: gelu_tanh(op_fn(a, b) + shift) instead, a
-    transformer's MLP up-projection. The expected output from torch's C."""
+    """(task, inputs, expected output) of a resnet block's end as one fused kernel: relu(cast(cast(op_fn(a, b),
+    float32) * scale + shift, dtype) + residual), a float32 scale and shift per column (constants: a batch norm as
+    the fold_conv_batch_norm pass leaves it) and a residual input of C's shape; ``gelu``: gelu_tanh(op_fn(a, b) +
+    shift) instead, a transformer's MLP up-projection with its bias. The expected output from torch's C."""
     import torch
 
     import hidet
 
     xs, ws, rs = (hidet.symbol(list(t.shape), str(t.dtype)[6:], 'cuda') for t in (a, b, c))
-    shift = torch.randn(c.shape[-1], device='cuda').to(c.dtype)
     residual = torch.randn_like(c)
     if gelu:
+        shift = torch.randn(c.shape[-1], device='cuda').to(c.dtype)
         y = hidet.ops.gelu(op_fn(xs, ws) + hidet.from_torch(shift), approximate='tanh')
         expected = torch.nn.functional.gelu(c.float() + shift.float(), approximate='tanh')
     else:
-        y = hidet.ops.relu(op_fn(xs, ws) + hidet.from_torch(shift) + rs)
-        expected = torch.relu(c.float() + shift.float() + residual.float())
+        scale, shift = torch.rand(c.shape[-1], device='cuda') + 0.5, torch.randn(c.shape[-1], device='cuda')
+        bn = hidet.ops.cast(op_fn(xs, ws), 'float32') * hidet.from_torch(scale) + hidet.from_torch(shift)
+        y = hidet.ops.relu(hidet.ops.cast(bn, str(c.dtype)[6:]) + rs)
+        expected = torch.relu(c.float() * scale + shift + residual.float())
     graph = hidet.graph.optimize(hidet.trace_from(y, [xs, ws] if gelu else [xs, ws, rs]))
     (node,) = graph.nodes
     values = {id(xs): a, id(ws): b, id(rs): residual}
