@@ -201,6 +201,52 @@ def test_in_place_updates_of_shared_memory():
     assert_close(x, x_eager)
 
 
+def test_in_place_calls_on_constants_update_their_target():
+    """An in-place call whose operands are all constants is evaluated at compile time on a copy; later reads of its
+    target must see the update (a mask made in forward: ``triu_`` was lost, and x + ones came out)."""
+    def masked(x):
+        mask = torch.ones(4, 4)
+        mask.triu_(1)
+        return x + mask
+
+    torch._dynamo.reset()
+    compile_and_compare(masked, torch.randn(4, 4))
+
+
+def test_model_state_updated_in_place_is_declined_then_run_in_eager():
+    """A buffer updated in place with constant operands (a step counter; batch norm's running statistics in
+    training mode) changes the caller's tensor: hidet says so instead of leaving the buffer as it was, and with the
+    fallback torch runs the update, as without compiling."""
+    import hidet
+
+    class Counting(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.register_buffer('steps', torch.zeros(()))
+            self.norm = nn.BatchNorm1d(4)
+
+        def forward(self, x):
+            self.steps.add_(1)
+            return self.norm(x) * 2
+
+    torch.manual_seed(0)
+    model, x = Counting().train(), torch.randn(8, 4) + 1
+    torch._dynamo.reset()
+    with pytest.raises(Exception, match='graph input .*steps') as info:
+        torch.compile(model, backend='hidet')(x)
+    assert 'batch_norm in training mode' in str(info.value)
+    reference = Counting().train()
+    reference.load_state_dict(model.state_dict())
+    torch._dynamo.reset()
+    hidet.torch.dynamo_config.fallback_to_eager(True)  # (the conftest fixture resets dynamo_config after the test)
+    with pytest.warns(UserWarning, match='eager PyTorch'):
+        got = torch.compile(model, backend='hidet')(x)
+    assert_close(got, reference(x))
+    for name, value in reference.state_dict().items():
+        assert_close(model.state_dict()[name], value)
+    assert model.steps.item() == 1 and model.norm.num_batches_tracked.item() == 1
+
+
 def test_output_structures_are_built_as_map_structure_builds_them():
     """A compiled call builds its output structure with a builder made once (dynamo_backend._structure_builder):
     the same structure map_structure gives, new containers at each call, fixed leaves as they are."""

@@ -202,17 +202,19 @@ class Interpreter:
                 if not self._has_conversion(node):
                     unsupported.append(node)
                 value = self._stand_in(node)
-            elif not self.is_dynamic((args, kwargs)):
-                value = self._fold(node, args, kwargs)
-            elif not self._has_conversion(node):
+            elif self.is_dynamic((args, kwargs)) and not self._has_conversion(node):
                 unsupported.append(node)
                 value = self._stand_in(node)
             else:
+                folded = not self.is_dynamic((args, kwargs))
                 try:
-                    if _is_inplace(node, self.registry):
+                    if _is_inplace(node, self.registry):  # (also on constants: a buffer's counter is the caller's)
                         _check_inplace_target(node, order)
-                    with deferred_constants() if self.defer_constants else contextlib.nullcontext():
-                        value = self._convert(node, args, kwargs)
+                    if folded:
+                        value = self._fold(node, args, kwargs)
+                    else:
+                        with deferred_constants() if self.defer_constants else contextlib.nullcontext():
+                            value = self._convert(node, args, kwargs)
                 except NotImplementedError as e:
                     if not check_only or isinstance(e, InPlaceUpdateOfShared) and not e.eager_ok:
                         raise _with_context(e, node, self.gm) from e
@@ -224,9 +226,11 @@ class Interpreter:
                 except Exception as e:
                     raise _with_context(e, node, self.gm) from e
                 if _is_inplace(node, self.registry) and node.args and isinstance(node.args[0], torch.fx.Node):
-                    value = _keep_dtype(value, env[node.args[0]])
+                    # (rebinding the target: later reads of it see the update; a folded call ran on a copy)
+                    value = value if folded else _keep_dtype(value, env[node.args[0]])
                     env[node.args[0]] = value
-                self.mark_dynamic(value)
+                if not folded:
+                    self.mark_dynamic(value)
             env[node] = value
             if on_node is not None:
                 on_node(node, value)

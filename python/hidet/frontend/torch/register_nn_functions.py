@@ -272,6 +272,12 @@ def rms_norm(input: Tensor, normalized_shape, weight: Optional[Tensor] = None, e
 def batch_norm(input: Tensor, running_mean: Optional[Tensor], running_var: Optional[Tensor],
                weight: Optional[Tensor] = None, bias: Optional[Tensor] = None, training=False, momentum=0.1,
                eps=1e-5, cudnn_enabled=None):
+    if training and running_mean is not None:
+        # (declined: with fallback_to_eager the node runs in torch, which updates the buffers; else this error)
+        raise NotImplementedError(
+            'batch_norm in training mode updates running_mean and running_var in place, which hidet does not do '
+            '(it compiles inference graphs): call model.eval() before compiling, or enable '
+            'hidet.torch.dynamo_config.fallback_to_eager(True) to run it in torch')
     if training or running_mean is None:  # statistics of the batch itself
         axes = [d for d in range(input.ndim) if d != 1]
         x = as_float(input)
