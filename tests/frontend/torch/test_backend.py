@@ -203,14 +203,44 @@ def test_in_place_updates_of_shared_memory():
 
 def test_in_place_calls_on_constants_update_their_target():
     """An in-place call whose operands are all constants is evaluated at compile time on a copy; later reads of its
-    target must see the update (a mask made in forward: ``triu_`` was lost, and x + ones came out)."""
+    target must see the update (a mask made in forward: ``triu_`` was lost, and x + ones came out; ``m[1] = 5``
+    returns None, which was bound to m)."""
     def masked(x):
         mask = torch.ones(4, 4)
         mask.triu_(1)
         return x + mask
 
-    torch._dynamo.reset()
-    compile_and_compare(masked, torch.randn(4, 4))
+    def assigned(x):
+        m = torch.zeros(4, 4)
+        m[1] = 5.0
+        m.masked_fill_(torch.eye(4, dtype=torch.bool), -1.0)
+        return x * m
+
+    for fn in (masked, assigned):
+        torch._dynamo.reset()
+        compile_and_compare(fn, torch.randn(4, 4))
+
+
+def test_chained_in_place_calls_update_every_name_of_the_tensor():
+    """``m.mul_(2).add_(1)``: the add updates the tensor that m and the mul's result both name (the add only
+    rebound the mul's result before, so m came out doubled, not doubled plus one), on constants and inputs' values
+    alike."""
+    def chained(x):
+        m = x * 1
+        m.mul_(2).add_(1)
+        c = torch.arange(16.0).reshape(4, 4)
+        c.mul_(2).add_(1)
+        return m + c
+
+    def named(x):
+        m = x * 1
+        y = m.mul_(2)
+        y.add_(1)
+        return m + y
+
+    for fn in (chained, named):
+        torch._dynamo.reset()
+        compile_and_compare(fn, torch.randn(4, 4))
 
 
 def test_model_state_updated_in_place_is_declined_then_run_in_eager():

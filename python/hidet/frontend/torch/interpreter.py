@@ -177,6 +177,7 @@ class Interpreter:
             if dynamic is not None and dynamic[i]:
                 self.mark_dynamic(value)
         unsupported: List[torch.fx.Node] = []
+        aliases: Dict[torch.fx.Node, List[torch.fx.Node]] = {}  # node → the nodes naming its tensor (in-place calls)
         reasons = self.reasons = {}  # node name → why its conversion declined (kept for the error of a check)
         order = {n: i for i, n in enumerate(self.gm.graph.nodes)}
         result = None
@@ -226,9 +227,14 @@ class Interpreter:
                 except Exception as e:
                     raise _with_context(e, node, self.gm) from e
                 if _is_inplace(node, self.registry) and node.args and isinstance(node.args[0], torch.fx.Node):
-                    # (rebinding the target: later reads of it see the update; a folded call ran on a copy)
+                    # (rebinding the target and every name of its tensor, the in-place calls' results that return
+                    # it, as in ``m.mul_(2).add_(1)``: later reads of any see the update; a folded call ran on a copy)
                     value = value if folded else _keep_dtype(value, env[node.args[0]])
-                    env[node.args[0]] = value
+                    names = aliases.setdefault(node.args[0], [node.args[0]])
+                    names.append(node)
+                    aliases[node] = names
+                    for name in names:
+                        env[name] = value
                 if not folded:
                     self.mark_dynamic(value)
             env[node] = value
@@ -294,7 +300,8 @@ class Interpreter:
     def _fold(self, node: torch.fx.Node, args, kwargs):
         """Evaluate a call on constants with torch (in-place calls on copies, so weights stay intact)."""
         targs, tkwargs = self._to_torch(args), self._to_torch(kwargs)
-        if _is_inplace(node, self.registry):
+        inplace = _is_inplace(node, self.registry)
+        if inplace:
             targs, tkwargs = map_structure((targs, tkwargs), lambda v: v.clone() if isinstance(v, torch.Tensor) else v)
         with torch.no_grad():
             if node.op == 'call_function':
@@ -303,6 +310,8 @@ class Interpreter:
                 value = getattr(targs[0], node.target)(*targs[1:], **tkwargs)
             else:
                 value = self.gm.get_submodule(node.target)(*targs, **tkwargs)
+        if inplace and targs and isinstance(targs[0], torch.Tensor):
+            value = targs[0]  # (the updated copy: operator.setitem returns None)
         return self._from_torch(value)
 
     def _stand_in(self, node: torch.fx.Node):
