@@ -3,6 +3,7 @@ import pytest
 import torch
 from torch import nn
 
+from hidet.frontend.torch import dynamo_backend
 from hidet.torch import hidet_backend
 
 from .models import GPTAttention, LlamaLayer, MaskedEncoderLayer, ResNetBlocks, SmallCNN, TransformerBlock, VisionBlocks
@@ -17,18 +18,32 @@ def test_cnn():
 def test_instances_of_one_model_keep_their_own_weights():
     """dynamo hands hidet's compiled graph a second instance of the same model class (the parameters are graph
     inputs); hidet bakes them in as constants, so the second instance must get a build of its own weights, and
-    each instance keeps answering with its own."""
+    each instance keeps answering with its own. Instances made one after another keep at most MAX_STATE_BUILDS
+    builds (and the weights they hold) alive."""
+    compiled_fx = []
+
+    def backend(gm, example_inputs):
+        compiled_fx.append(hidet_backend(gm, example_inputs))
+        return compiled_fx[-1]
+
+    torch._dynamo.reset()
     torch.manual_seed(0)
     models = [SmallCNN().eval(), SmallCNN().eval()]
     x = torch.randn(2, 3, 16, 16)
     for seed, model in enumerate(models):
         non_default_parameters(model, (x,), seed=seed)
-    compiled = [torch.compile(m, backend='hidet') for m in models]
+    compiled = [torch.compile(m, backend=backend) for m in models]
     with torch.no_grad():
         for _ in range(2):
             for model, fn in zip(models, compiled):
                 assert_close(fn(x), model(x))
         assert not torch.allclose(models[0](x), models[1](x))
+        for seed in range(dynamo_backend.MAX_STATE_BUILDS + 2):
+            model = SmallCNN().eval()
+            non_default_parameters(model, (x,), seed=10 + seed)
+            assert_close(torch.compile(model, backend=backend)(x), model(x))
+    assert len(compiled_fx) == 1  # (dynamo compiled the graph once: hidet's builds tell the instances apart)
+    assert len(compiled_fx[0].compiled_graphs) == dynamo_backend.MAX_STATE_BUILDS
 
 
 def test_resnet_blocks_in_float16_are_as_accurate_as_eager():

@@ -156,6 +156,9 @@ def _structure_builder(spec) -> Callable[[list], Any]:
     return build
 
 
+MAX_STATE_BUILDS = 4  # builds of one input signature for different model state (instances of one model), at most
+
+
 class CompiledFx:
     """The callable handed back to dynamo: ``compiled(*args)`` takes the placeholders' values (model
     state included) and returns the fx graph's output structure of torch tensors."""
@@ -246,6 +249,8 @@ class CompiledFx:
                           for a in self._inputs(args)]
         compiled.state = tuple(state)
         builds.insert(0, compiled)  # (the newest first: a model rebuilt for new weights is the one called next)
+        del builds[MAX_STATE_BUILDS:]  # (instances made one after another in a loop: their builds, and the state
+        # tensors they hold, do not pile up; an evicted instance called again is built again)
         return compiled
 
     def optimized_graph(self, args: Sequence[Any], times: Optional[logs.StageTimes] = None):
