@@ -12,7 +12,12 @@
 #          convolutions at batch 32 and the matmuls of issue 7; TMA_BENCH_ARGS="--candidates --twins" times every
 #          candidate and its cp.async / TMA twin), autotune (resnet50
 #          through max-autotune in a fresh cache, then again: cold and warm compile times), report (the model
-#          table, serving from C++ against Python, ONNX models against onnxruntime). Default: core bench.
+#          table, serving from C++ against Python, ONNX models against onnxruntime), suite (every model against
+#          inductor reduce-overhead and eager, compiled cold: latency, compile time, accuracy; resumes from
+#          $LOG_DIR/suite), resnet50 (its 22 convolutions at batch 32 against cuDNN, bare and with a residual
+#          block's epilogue, then the model at batch 32 with its kernel table), tuned (max-autotune against
+#          inductor's, one model at a time: TUNED_MODELS, TUNED_TIMEOUT each; resumes from $LOG_DIR/tuned).
+#          Default: core bench.
 #   TEST_TIMEOUT=360 MODELS_TIMEOUT=480 BENCH_TIMEOUT=120 REPORT_MODELS=resnet18,...
 #
 # pytest-xdist spreads the tests over the cores where installed; wheels under .whl/ (see the device
@@ -102,6 +107,25 @@ for stage in $STAGES; do
         | tee "$LOG_DIR/bench_onnx.log" | tail -8
       (cd /tmp && python3 -m hidet bench suite --timeout 240 --out "$LOG_DIR/suite" \
          ${REPORT_MODELS:+--models $REPORT_MODELS}) 2>&1 | tee "$LOG_DIR/bench_suite.log" ;;
+    suite)
+      echo "== model suite: hidet against inductor reduce-overhead and eager, cold compiles"
+      (cd /tmp && python3 -m hidet bench suite --cold --backends hidet,inductor-ro,eager --repeat 50 \
+         --timeout "${SUITE_TIMEOUT:-300}" --out "$LOG_DIR/suite" ${REPORT_MODELS:+--models $REPORT_MODELS}) 2>&1 \
+         | tee "$LOG_DIR/bench_suite.log" | tail -16 ;;
+    resnet50)
+      echo "== resnet50 at batch 32: its convolutions against cuDNN, then the model"
+      (cd /tmp && timeout "${BENCH_TIMEOUT:-240}" python3 "$ROOT/scripts/bench_matmul.py" --resnet50 32 --epilogue) 2>&1 \
+         | tr "\r" "\n" | grep -v "it/s\]" | tee "$LOG_DIR/bench_resnet50_layers.log" | tail -70
+      (cd /tmp && timeout "${MODELS_TIMEOUT:-300}" python3 -m hidet bench model resnet50 --batch 32 \
+         --backends hidet,inductor-ro --repeat 50 --profile 15) 2>&1 | grep -v "it/s\]" \
+         | tee "$LOG_DIR/bench_resnet50_b32.log" | tail -40 ;;
+    tuned)
+      echo "== max-autotune against inductor's, one model at a time"
+      for model in ${TUNED_MODELS:-resnet50 gpt2 bert vit_b_16}; do
+        (cd /tmp && python3 -m hidet bench suite --mode max-autotune --backends hidet,inductor-ma --repeat 50 \
+           --timeout "${TUNED_TIMEOUT:-560}" --models "$model" --out "$LOG_DIR/tuned") 2>&1 \
+           | tee -a "$LOG_DIR/bench_tuned.log" | tail -14
+      done ;;
     *) echo "unknown stage $stage"; status=1 ;;
   esac
 done
