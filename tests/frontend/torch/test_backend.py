@@ -243,6 +243,39 @@ def test_chained_in_place_calls_update_every_name_of_the_tensor():
         compile_and_compare(fn, torch.randn(4, 4))
 
 
+def test_views_taken_before_an_in_place_update_see_it():
+    """A view of a tensor taken before the tensor is updated in place, and read after, sees the update in torch
+    (they share memory): the interpreter takes such views again after the update (they kept the old values)."""
+    def reshaped(x):
+        m = x * 1
+        v = m.view(16)
+        w = v[:4]
+        m.add_(1)
+        return w * 2 + v.sum()
+
+    def transposed(x):
+        m = torch.zeros(4, 4)
+        t = m.t()
+        m.add_(x)  # (a constant made dynamic by the update: its view too)
+        r = torch.ones(4, 4) * 3
+        row = r[0]
+        r.mul_(2)  # (constants alone)
+        return t * 1 + row
+
+    def through_a_view(x):  # (an update of part of the tensor: the earlier view is not taken again; declined)
+        m = x * 1
+        v = m[1]
+        m[0].add_(1)
+        return v * 1
+
+    for fn in (reshaped, transposed):
+        torch._dynamo.reset()
+        compile_and_compare(fn, torch.randn(4, 4))
+    torch._dynamo.reset()
+    with pytest.raises(Exception, match='a view of the same tensor taken before it'):
+        torch.compile(through_a_view, backend='hidet')(torch.randn(4, 4))
+
+
 def test_model_state_updated_in_place_is_declined_then_run_in_eager():
     """A buffer updated in place with constant operands (a step counter; batch norm's running statistics in
     training mode) changes the caller's tensor: hidet says so instead of leaving the buffer as it was, and with the

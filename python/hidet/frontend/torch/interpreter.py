@@ -235,6 +235,16 @@ class Interpreter:
                     aliases[node] = names
                     for name in names:
                         env[name] = value
+                    # views of the tensor taken before the call see the update, as in torch: taken again
+                    for view in _views_of(node.args[0]):
+                        if order[view] < order[node] and view in env:
+                            vargs = torch.fx.node.map_arg(view.args, lambda n: env[n])
+                            vkwargs = torch.fx.node.map_arg(view.kwargs, lambda n: env[n])
+                            if folded:
+                                env[view] = self._fold(view, vargs, vkwargs)
+                            else:
+                                env[view] = self._convert(view, vargs, vkwargs)
+                                self.mark_dynamic(env[view])
                 if not folded:
                     self.mark_dynamic(value)
             env[node] = value
@@ -408,6 +418,31 @@ def _check_inplace_target(node: torch.fx.Node, order: Dict[torch.fx.Node, int]) 
                 f'in-place update of {target.name!r}, a view of {base.name!r} that {later[0].name!r} reads '
                 'afterwards: not supported (hidet would update only the view); write it out of place (e.g. '
                 'torch.where, or assigning into the base tensor)', views, eager_ok=False)
+    # (an update of a whole tensor: the interpreter takes its earlier views again, see run)
+    if not views:
+        return
+    # another view of the same memory, taken before the call and read after it, sees the update in torch, and
+    # would keep the old values here (``v = m.view(16); m[0].add_(1); v * 2``)
+    for other in _views_of(root):
+        if other in views or other is target or order.get(other, -1) > order[node]:
+            continue
+        later = [u for u in other.users if order.get(u, -1) > order[node]]
+        if later:
+            raise InPlaceUpdateOfShared(
+                f'in-place update of {target.name!r} while {other.name!r}, a view of the same tensor taken before '
+                f'it, is read afterwards by {later[0].name!r}: not supported (the view would keep the old values); '
+                'take the view after the update, or write the update out of place', views, eager_ok=False)
+
+
+def _views_of(root: torch.fx.Node) -> List[torch.fx.Node]:
+    """Every node whose value is a view (through view calls) of ``root``'s memory."""
+    found, todo = [], [root]
+    while todo:
+        for user in todo.pop().users:
+            if _view_base(user) is not None and _view_base(user) in ([root] + found) and user not in found:
+                found.append(user)
+                todo.append(user)
+    return found
 
 
 def _keep_dtype(value, target):
