@@ -23,7 +23,7 @@ from hidet.kernels import Template
 from hidet.ir.compute import compute, reduce, tensor_input
 from hidet.ir.task import Task
 
-from .matmul_cases import fused_tasks, matmul_task
+from .matmul_cases import conv_spec, fused_tasks, matmul_task
 
 
 def scaled_bias_gelu(x, w, b):
@@ -245,17 +245,6 @@ def test_tf32_candidates_match_torch(m, n, k):
         if not 0 < err <= 2e-3 * scale:
             bad.append(f'{c.name()}: max error {err} (products up to {scale})')
     assert not bad, '; '.join(bad)
-
-
-def test_default_configs_per_shape_class():
-    big = default_config(match_gemm(matmul_task([4096, 4096], [4096, 4096])), sms=132)
-    assert (big.bm, big.bn, big.bk, big.stages, big.split_k) == (256, 128, 64, 3, 1)  # the level-2 pick on an H100
-    mid = default_config(match_gemm(matmul_task([1024, 2048], [2048, 2048])), sms=132)
-    assert (mid.bm, mid.bn, mid.split_k) == (128, 128, 1)
-    gemv = default_config(match_gemm(matmul_task([1, 4096], [4096, 4096])), sms=132)
-    assert gemv.bm == 16 and gemv.split_k > 1  # M·N too small to fill the GPU: split K
-    thin = default_config(match_gemm(matmul_task([128, 4096], [4096, 4096])), sms=132)
-    assert thin.split_k > 1
 
 
 def test_config_checks():
@@ -606,12 +595,6 @@ def test_gather_rows_split_offsets_and_padding_tests(x_shape, w_shape, stride, p
         assert ok == want_ok, (m, k)
 
 
-def _conv_spec(x_shape, w_shape, stride, padding, dilation):
-    xs, ws = hidet.symbol(x_shape, 'float16', 'cuda'), hidet.symbol(w_shape, 'float16', 'cuda')
-    y = ops.conv2d_channels_last(xs, ws, stride=stride, padding=padding, dilation=dilation)
-    return match_gemm(y.trace[0].task, fold_k=True)
-
-
 @pytest.mark.parametrize('x_shape,w_shape,stride,padding,dilation', [
     ([2, 9, 11, 64], [64, 3, 3, 64], (2, 1), (1, 2), (1, 2)), ([1, 12, 10, 128], [96, 5, 5, 128], 2, 2, 1),
     ([3, 10, 10, 64], [64, 1, 3, 64], 1, (0, 1), 1), ([4, 8, 8, 64], [128, 1, 1, 64], 2, 0, 1),
@@ -624,7 +607,7 @@ def test_conv_window_gives_the_gather_and_the_im2col_box(x_shape, w_shape, strid
 
     from hidet.kernels.matmul.tma import im2col_corners, im2col_window, tma_unsupported
 
-    spec = _conv_spec(x_shape, w_shape, stride, padding, dilation)
+    spec = conv_spec(x_shape, w_shape, stride, padding, dilation)
     win = spec.a.gather.window
     n, h, w, c = x_shape
     oh, ow = win.out
@@ -655,7 +638,7 @@ def test_conv_window_only_where_im2col_fits():
     would straddle window positions), a gather that is not a convolution's (merged heads)."""
     from hidet.kernels.matmul.tma import im2col_window, tma_unsupported
 
-    spec = _conv_spec([2, 9, 9, 32], [16, 3, 3, 32], 1, 1, 1)
+    spec = conv_spec([2, 9, 9, 32], [16, 3, 3, 32], 1, 1, 1)
     assert spec.a.gather.window is not None and im2col_window(spec) is None
     assert 'convolution' in tma_unsupported(spec)
     q = hidet.symbol([2, 4, 32, 64], 'float16', 'cuda')
@@ -664,60 +647,6 @@ def test_conv_window_only_where_im2col_fits():
     spec = match_gemm(hidet.graph.optimize(hidet.trace_from(y, [q, w])).nodes[0].task)
     if spec.a.gather is not None:
         assert spec.a.gather.window is None
-
-
-def test_convolutions_copied_by_cp_async_keep_two_tiles_in_flight():
-    """A convolution whose channels TMA cannot copy (a network's first layer: 3 channels padded to 8) defaults to
-    at least 4 stages (cp.async keeps S - 2 tiles in flight); one TMA copies keeps its own depth."""
-    stem = _conv_spec([1, 224, 224, 8], [64, 7, 7, 8], 2, 3, 1)
-    cfg = default_config(stem, 132, wgmma=True)
-    assert cfg.wgmma and not cfg.tma and cfg.stages >= 4, cfg.name()
-    layer = _conv_spec([1, 56, 56, 64], [64, 3, 3, 64], 1, 1, 1)
-    assert default_config(layer, 132, wgmma=True).tma
-
-
-@pytest.mark.parametrize('shape,config', [
-    ((128, 3072, 768), '64x64x64_w64x64_p6_wg_tma'),  # 96 tiles in one wave, no split-k, 6 stages
-    ((128, 768, 3072), '64x64x64_w64x64_p6_s4_wg_tma'),  # 24 tiles: split 4 fills the GPU
-    ((197, 3072, 768), '128x64x64_w64x64_p4_wg_tma'),
-    ((4096, 4096, 4096), '128x256x64_w64x256_p4_wg_tma'),
-    # GPT-2 at batch 8 x 512: 128 x 192 where the last wave of 128 x 256 tiles leaves more SMs idle (768: 128 tiles
-    # in one wave, not 96; 2304: 384 in 2.9 waves, not 288 in 2.2); 3072: 384 tiles of 128 x 256 in 2.9 waves
-    ((4096, 768, 3072), '128x192x64_w64x192_p4_wg_tma'),
-    ((4096, 2304, 768), '128x192x64_w64x192_p4_wg_tma'),
-    ((4096, 3072, 768), '128x256x64_w64x256_p4_wg_tma'),
-    ((128, 16, 96), '64x64x64_w64x64_p6_wg_tma'),  # narrower than every tile of an n-major B (TMA zero-fills)
-])
-def test_wgmma_defaults_follow_the_cost_model(shape, config):
-    m, n, k = shape
-    spec = match_gemm(matmul_task([m, k], [k, n]))
-    assert default_config(spec, 132, wgmma=True).name() == config
-
-
-@pytest.mark.parametrize('x_shape,w_shape,stride,config', [
-    ([32, 28, 28, 128], [512, 1, 1, 128], 1, '64x128x64_w64x128_p3_wg_tma'),  # k x n up to 512 x 512: epilogue-bound
-    ([32, 14, 14, 256], [1024, 1, 1, 256], 1, '64x128x64_w64x128_p3_wg_tma'),
-    ([32, 56, 56, 256], [512, 1, 1, 256], 2, '64x128x64_w64x128_p3_wg_tma'),  # (strided: its input gathered)
-    ([32, 14, 14, 1024], [512, 1, 1, 1024], 1, '128x256x64_w64x256_p4_wg_tma'),  # larger k x n: the large tiles
-    ([32, 56, 56, 64], [64, 1, 1, 64], 1, '128x64x64_w64x64_p4_wg_tma'),  # 64 columns
-    ([1, 28, 28, 128], [512, 1, 1, 128], 1, '64x64x64_w64x64_p6_wg_tma'),  # batch 1: under two waves of 64 x 128
-], ids=str)
-def test_epilogue_bound_gemms_take_tiles_three_blocks_an_sm_hold(x_shape, w_shape, stride, config):
-    """resnet50's 1x1 convolutions at batch 32: small k x n over many rows spend their time in the epilogue, so
-    64 x 128 tiles in 3 stages (three blocks an SM: one's epilogue overlaps the others' mainloops)."""
-    spec = _conv_spec(x_shape, w_shape, stride, 0, 1)
-    assert default_config(spec, 132, wgmma=True).name() == config
-
-
-@pytest.mark.parametrize('wgmma', [False, True])
-def test_default_split_gives_every_split_k_tiles(wgmma):
-    """resnet18's last 3x3 convolutions at batch 1 (49 x 512 x 4608 as an implicit GEMM): 4 tiles, so split-k
-    should fill the GPU; 72 k-tiles cannot split 16 ways (15 splits of 5 take them all), so the default is
-    split 8, not the unsplit fall-back that ran on 4 SMs (47 µs on the H100 against cuDNN's 7)."""
-    spec = _conv_spec([1, 7, 7, 512], [512, 3, 3, 512], 1, 1, 1)
-    assert (spec.m, spec.n, spec.k) == (49, 512, 4608)
-    cfg = default_config(spec, 132, wgmma=wgmma)
-    assert cfg.split_k == 8 and not check_config(spec, cfg), cfg.name()
 
 
 def test_a_symbolic_batch_is_no_gemm():
@@ -770,25 +699,6 @@ def test_per_column_epilogue_reads_are_loaded_once_a_thread():
     scale, shift, residual = (loads[f'in{p}'] for p in (2, 3, 4))
     assert len(scale) == len(shift) == 2 and len(residual) == len(stores) == 8
     assert max(scale + shift) < min(residual) and sorted(residual)[3] < min(stores)
-
-
-@pytest.mark.parametrize('shape,config', [
-    ((3136, 24, 144), '64x16x64_w64x16_p6_wg_tma'),  # mobilenet_v2's 1x1 convolution 144 -> 24 at 56 x 56
-    ((784, 32, 192), '64x16x64_w64x16_p6_wg_tma'),
-    ((3136, 144, 24), '128x64x64_w64x64_p4_wg_tma'),  # 64 or more columns: the dense tiles
-])
-def test_narrow_gemms_take_narrow_wgmma_tiles(shape, config):
-    """A GEMM narrower than 64 columns with a k-major B (a channels-last 1x1 convolution's weight) takes one
-    warpgroup's 64 x 16 or 64 x 32 tiles (more blocks than 64 x 64 tiles that are mostly padding); an n-major B
-    cannot (its shared tile is blocks of 64 columns), and wider GEMMs keep the dense shapes."""
-    m, n, k = shape
-    (task,) = fused_tasks(lambda a, b: ops.matmul(a, ops.transpose(b, [1, 0])), ([m, k], 'float16'),
-                          ([n, k], 'float16'))
-    spec = find_matmul_template(task, 'cuda', 'sm_90').spec
-    assert spec.b.k_major
-    assert default_config(spec, 132, wgmma=True).name() == config
-    assert 'n-major B' in check_config(match_gemm(matmul_task([m, k], [k, n])), MmaConfig(64, 16, 64, 64, 16, 6, 1,
-                                                                                          True))
 
 
 def test_gelu_tanh_and_silu_epilogues_use_the_fast_activation_forms():
