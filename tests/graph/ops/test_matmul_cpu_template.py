@@ -149,3 +149,16 @@ def test_cpu_template_rounds_a_biased_matmul_once():
     exact = x.double() @ w.double() + bias.double()
     assert torch.equal(got, exact.half())
     assert not torch.equal((x.double() @ w.double()).half().double() + bias.double(), exact)  # (the test bites)
+
+
+def test_a_threshold_on_a_matmul_compares_its_float16_value():
+    """``(x @ w) > 2048`` in float16: the epilogue computes in float32 but compares the product as torch has it,
+    rounded to float16: 2049 is 2048 there (ties to even), so no output passes, where the float32 value would."""
+    x, w = torch.randint(0, 3, (16, 64)).half(), torch.randint(0, 3, (64, 24)).half()
+    x[:, :2], x[:, 2:], w[0], w[1] = 1, 0, 2048, 1  # every product 2048 + 1
+    syms = [hidet.symbol(list(t.shape), 'float16') for t in (x, w)]
+    graph = hidet.graph.optimize(hidet.trace_from(ops.matmul(syms[0], syms[1]) > 2048.0, syms))
+    assert len(graph.nodes) == 1 and find_matmul_template(graph.nodes[0].task, 'cpu') is not None
+    got = graph.build()(*[hidet.from_torch(t) for t in (x, w)]).torch()
+    assert got.dtype == torch.bool and not got.any()
+    assert ((x.float() @ w.float()) > 2048.0).all()  # (the test bites)

@@ -544,6 +544,9 @@ def _epilogue(task: Task, anchor: TensorNode, r: ReduceCompute, acc: Var, c_vars
     return widened(value, acc), flat_index(out_vals, out.shape), groups, pieces
 
 
+DISCRETE_CALLS = ('floor', 'ceil', 'round', 'trunc')  # (functions whose result jumps: see widened)
+
+
 def widened(value: Expr, acc: Var) -> Expr:
     """``value`` computed in float32 from the float32 ``acc`` on, rounded once, to its own dtype, at the end.
 
@@ -551,7 +554,9 @@ def widened(value: Expr, acc: Var) -> Expr:
     16-bit operation of the chain rounds again); torch's linear and conv2d add their bias to the float32
     accumulator and round once. Here every 16-bit float node that depends on ``acc`` computes in float32 (its
     other operands, a bias or a residual read in 16 bits, are widened exactly), and casts to a 16-bit float
-    inside the chain are dropped; casts to other types (an integer, a boolean) stay."""
+    inside the chain are dropped. Where the chain turns discrete (a comparison, a cast to an integer or a
+    boolean, floor / ceil / round / trunc), the value is rounded to its written dtype first, as torch's would
+    be: a threshold then flips where torch's does, not where the float32 value crosses it."""
     memo: Dict[int, Tuple[Expr, bool]] = {}
 
     def narrow(dtype: DataType) -> bool:
@@ -562,6 +567,9 @@ def widened(value: Expr, acc: Var) -> Expr:
             return e
         return Constant(e.value, float32) if isinstance(e, Constant) else cast(e, float32)
 
+    def as_written(new: Expr, old: Expr) -> Expr:  # (the value rounded to the dtype the chain gave it)
+        return cast(new, old.dtype) if narrow(old.dtype) and new.dtype != old.dtype else new
+
     def visit(e: Expr) -> Tuple[Expr, bool]:  # (the new node, whether it depends on acc)
         if id(e) in memo:
             return memo[id(e)]
@@ -571,14 +579,17 @@ def widened(value: Expr, acc: Var) -> Expr:
             a, dep = visit(e.a)
             if dep and e.dtype.is_float() and a.dtype.is_float() and e.dtype.bits <= 32:
                 r = (wide(a), True)  # a rounding inside the chain: dropped (float32 stays float32)
+            elif dep and not e.dtype.is_float():
+                r = (Cast(as_written(a, e.a), e.dtype), True)
             else:
                 r = (a if a is e.a else Cast(a, e.dtype), dep)
         elif isinstance(e, Binary):
             (a, da), (b, db) = visit(e.a), visit(e.b)
             dep = da or db
-            if dep and (narrow(e.dtype) or (e.dtype.is_boolean() and (narrow(a.dtype) or narrow(b.dtype)))):
-                a, b = wide(a), wide(b)  # (a comparison of a widened value compares in float32 too)
-                r = (Binary(e.op, a, b, e.dtype if e.dtype.is_boolean() else float32), True)
+            if dep and e.dtype.is_boolean():  # (a comparison: of the values as written)
+                r = (Binary(e.op, as_written(a, e.a), as_written(b, e.b), e.dtype), True)
+            elif dep and narrow(e.dtype):
+                r = (Binary(e.op, wide(a), wide(b), float32), True)
             else:
                 r = (e if (a, b) == (e.a, e.b) else Binary(e.op, a, b, e.dtype), dep)
         elif isinstance(e, Unary):
@@ -588,7 +599,9 @@ def widened(value: Expr, acc: Var) -> Expr:
             visited = [visit(x) for x in e.args]
             dep = any(d for _, d in visited)
             args = [x for x, _ in visited]
-            if dep and narrow(e.dtype):
+            if dep and e.func in DISCRETE_CALLS:
+                r = (Call(e.func, [as_written(x, o) for x, o in zip(args, e.args)], e.dtype), True)
+            elif dep and narrow(e.dtype):
                 r = (Call(e.func, [wide(x) for x in args], float32), True)
             else:
                 r = (e if tuple(args) == e.args else Call(e.func, args, e.dtype), dep)
