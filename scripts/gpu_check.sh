@@ -123,7 +123,7 @@ for stage in $STAGES; do
       echo "== max-autotune against inductor's, one model at a time"
       for model in ${TUNED_MODELS:-resnet50 gpt2 bert vit_b_16}; do
         (cd /tmp && python3 -m hidet bench suite --mode max-autotune --backends hidet,inductor-ma --repeat 50 \
-           --timeout "${TUNED_TIMEOUT:-560}" --models "$model" --out "$LOG_DIR/tuned") 2>&1 \
+           --timeout "${TUNED_TIMEOUT:-540}" --models "$model" --out "$LOG_DIR/tuned") 2>&1 \
            | tee -a "$LOG_DIR/bench_tuned.log" | tail -14
       done ;;
     *) echo "unknown stage $stage"; status=1 ;;
