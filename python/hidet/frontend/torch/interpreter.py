@@ -223,7 +223,7 @@ class Interpreter:
                     reasons[node.name] = str(e)
                     if isinstance(e, InPlaceUpdateOfShared):  # (the views run in eager with the update)
                         unsupported.extend(v for v in e.views if v not in unsupported)
-                    value = self._stand_in(node)
+                    value, folded = self._stand_in(node), False
                 except Exception as e:
                     raise _with_context(e, node, self.gm) from e
                 if _is_inplace(node, self.registry) and node.args and isinstance(node.args[0], torch.fx.Node):
@@ -236,7 +236,7 @@ class Interpreter:
                     for name in names:
                         env[name] = value
                     # views of the tensor taken before the call see the update, as in torch: taken again
-                    for view in _views_of(node.args[0]):
+                    for view in _views_of(node.args[0]) if node not in unsupported else []:
                         if order[view] < order[node] and view in env:
                             vargs = torch.fx.node.map_arg(view.args, lambda n: env[n])
                             vkwargs = torch.fx.node.map_arg(view.kwargs, lambda n: env[n])
