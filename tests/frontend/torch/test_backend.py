@@ -262,13 +262,20 @@ def test_views_taken_before_an_in_place_update_see_it():
         r.mul_(2)  # (constants alone)
         return t * 1 + row
 
+    def of_another_name(x):  # (y names m's tensor: its view sees the update through m)
+        m = x * 1
+        y = m.mul_(2)
+        v = y.view(16)
+        m.add_(1)
+        return v * 1
+
     def through_a_view(x):  # (an update of part of the tensor: the earlier view is not taken again; declined)
         m = x * 1
         v = m[1]
         m[0].add_(1)
         return v * 1
 
-    for fn in (reshaped, transposed):
+    for fn in (reshaped, transposed, of_another_name):
         torch._dynamo.reset()
         compile_and_compare(fn, torch.randn(4, 4))
     torch._dynamo.reset()

@@ -227,24 +227,9 @@ class Interpreter:
                 except Exception as e:
                     raise _with_context(e, node, self.gm) from e
                 if _is_inplace(node, self.registry) and node.args and isinstance(node.args[0], torch.fx.Node):
-                    # (rebinding the target and every name of its tensor, the in-place calls' results that return
-                    # it, as in ``m.mul_(2).add_(1)``: later reads of any see the update; a folded call ran on a copy)
                     value = value if folded else _keep_dtype(value, env[node.args[0]])
-                    names = aliases.setdefault(node.args[0], [node.args[0]])
-                    names.append(node)
-                    aliases[node] = names
-                    for name in names:
-                        env[name] = value
-                    # views of the tensor taken before the call see the update, as in torch: taken again
-                    for view in _views_of(node.args[0]) if node not in unsupported else []:
-                        if order[view] < order[node] and view in env:
-                            vargs = torch.fx.node.map_arg(view.args, lambda n: env[n])
-                            vkwargs = torch.fx.node.map_arg(view.kwargs, lambda n: env[n])
-                            if folded:
-                                env[view] = self._fold(view, vargs, vkwargs)
-                            else:
-                                env[view] = self._convert(view, vargs, vkwargs)
-                                self.mark_dynamic(env[view])
+                    self._updated(node, value, folded and node not in unsupported, node not in unsupported, env,
+                                  aliases, order)
                 if not folded:
                     self.mark_dynamic(value)
             env[node] = value
@@ -306,6 +291,29 @@ class Interpreter:
                 self._modules[node.target] = self.registry.module(type(mod))(mod, self.to_constant)
             return self._modules[node.target](*args, **kwargs)
         raise ValueError(f'unexpected fx node {node.op}')
+
+    def _updated(self, node: torch.fx.Node, value, folded: bool, views: bool, env: Dict[torch.fx.Node, Any],
+                 aliases: Dict[torch.fx.Node, List[torch.fx.Node]], order: Dict[torch.fx.Node, int]) -> None:
+        """After in-place call ``node`` gave ``value``: every name of its target's tensor (the target, and the
+        in-place calls' results that return it, as in ``m.mul_(2).add_(1)``) rebound to it, so later reads of any
+        see the update (a folded call ran on a copy); and (``views``) the views of the tensor taken before the call,
+        which torch's share its memory with, taken again from it."""
+        names = aliases.setdefault(node.args[0], [node.args[0]])
+        names.append(node)
+        aliases[node] = names
+        for name in names:
+            env[name] = value
+        if not views:
+            return
+        for view in [v for name in names for v in _views_of(name)]:
+            if order[view] < order[node] and view in env:
+                vargs = torch.fx.node.map_arg(view.args, lambda n: env[n])
+                vkwargs = torch.fx.node.map_arg(view.kwargs, lambda n: env[n])
+                if folded:
+                    env[view] = self._fold(view, vargs, vkwargs)
+                else:
+                    env[view] = self._convert(view, vargs, vkwargs)
+                    self.mark_dynamic(env[view])
 
     def _fold(self, node: torch.fx.Node, args, kwargs):
         """Evaluate a call on constants with torch (in-place calls on copies, so weights stay intact)."""
