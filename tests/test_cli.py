@@ -187,22 +187,23 @@ def test_bench_suite_table_resume_and_errors(tmp_path, monkeypatch, capsys):
         if name == 'broken':
             return {'error': 'exit 1: RuntimeError: boom'}
         ms = {'a': 2.0, 'b': 1.0}[name]
-        return {'results': {'hidet': {'ms': ms, 'compile_s': 3.0, 'max_error': 0.0},
-                            'eager': {'ms': 4.0, 'compile_s': 0.1, 'max_error': 0.0}}}
+        return {'results': {'hidet': {'ms': ms, 'compile_s': 3.0, 'max_error': 0.0, 'rms_error': ms * 1e-3},
+                            'eager': {'ms': 4.0, 'compile_s': 0.1, 'max_error': 0.0, 'rms_error': 4e-3}}}
 
     monkeypatch.setattr(suite, '_bench', fake_bench)
     out = str(tmp_path / 'suite')
     args = ['bench', 'suite', '--models', 'a,broken', '--device', 'cpu', '--backends', 'hidet,eager', '--out', out]
     assert main(args) == 0
     text = open(os.path.join(out, 'table.md')).read()
-    assert '| a | 2.000 | 4.000 | 3.0 | 0.1 | 2.00x |' in text and '| broken | exit 1: RuntimeError: boom |' in text
+    assert '| a | 2.000 | 4.000 | 3.0 | 0.1 | 2.00x | 0.50 |' in text and '| broken | exit 1: RuntimeError: boom |' in text
+    assert "hidet RMS error / eager's" in text
     # resumed: a measured model is not measured again, a failed one is, a new one is added
     calls.clear()
     assert main(['bench', 'suite', '--models', 'a,broken,b', '--device', 'cpu', '--backends', 'hidet,eager',
                  '--out', out]) == 0
     assert calls == ['broken', 'b']
     text = open(os.path.join(out, 'table.md')).read()
-    assert '| geometric mean |' in text and '2.83x' in text  # sqrt(2 * 4)
+    assert '| geometric mean |' in text and '2.83x' in text and ' 0.35 |' in text  # sqrt(2 * 4), sqrt(0.5 * 0.25)
     saved = json.load(open(os.path.join(out, 'results.json')))
     assert set(saved['models']) == {'a', 'broken', 'b'}
     # another setup in the same directory is refused rather than mixed in (a tuned or cold run too)

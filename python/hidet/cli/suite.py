@@ -4,7 +4,7 @@ with a time limit, writing into one directory:
 - ``results.json``: the raw numbers per model (latency, compile time and error per backend), written after each
   model, so a run that crashed or was stopped resumes where it left off (``--fresh`` starts over);
 - ``table.md``: one row per model: each backend's latency and compile time, hidet's speed-up over each baseline,
-  and their geometric means;
+  hidet's RMS error against float32 over eager's (where eager ran), and their geometric means;
 - ``chart.png`` (with matplotlib, the ``charts`` extra): hidet's speed-up over each baseline and the compile times.
 """
 from __future__ import annotations
@@ -83,10 +83,13 @@ def table(results: Dict[str, dict], title: str) -> str:
             if b not in backends:
                 backends.append(b)
     baselines = [b for b in backends if b != 'hidet']
+    # hidet's RMS error against float32 over eager's, where eager ran (the issues' bar: no less accurate)
+    accuracy = 'eager' in backends and 'hidet' in backends
     head = ['model'] + [f'{b} ms' for b in backends] + [f'{b} compile s' for b in backends] + \
-        [f'hidet speed-up over {b}' for b in baselines]
+        [f'hidet speed-up over {b}' for b in baselines] + (['hidet RMS error / eager\'s'] if accuracy else [])
     lines = [title, '', '| ' + ' | '.join(head) + ' |', '|' + ' --- |' * len(head)]
     ratios: Dict[str, List[float]] = {b: [] for b in baselines}
+    errors: List[float] = []
     for name, record in results.items():
         if 'error' in record:
             lines.append(f'| {name} | {record["error"]} |' + ' |' * (len(head) - 2))
@@ -101,12 +104,21 @@ def table(results: Dict[str, dict], title: str) -> str:
                 row.append(f'{ratio:.2f}x')
             else:
                 row.append('')
+        if accuracy:
+            ours, eager = (res.get(b, {}).get('rms_error') for b in ('hidet', 'eager'))
+            if ours is not None and eager:
+                errors.append(ours / eager)
+                row.append(f'{ours / eager:.2f}')
+            else:
+                row.append('')
         if 'accuracy_problem' in record:
             row[0] += ' (accuracy!)'
         lines.append('| ' + ' | '.join(row) + ' |')
     means = [_geomean(ratios[b]) for b in baselines]
+    error_mean = _geomean([e for e in errors if e > 0]) if accuracy else None
     lines.append('| geometric mean |' + ' |' * (2 * len(backends)) +
-                 ''.join(f' {m:.2f}x |' if m else ' |' for m in means))
+                 ''.join(f' {m:.2f}x |' if m else ' |' for m in means) +
+                 ((f' {error_mean:.2f} |' if error_mean else ' |') if accuracy else ''))
     notes = [f'- {name}: {r["accuracy_problem"]}' for name, r in results.items() if 'accuracy_problem' in r]
     return '\n'.join(lines + ([''] + notes if notes else [])) + '\n'
 
