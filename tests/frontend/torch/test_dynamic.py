@@ -4,6 +4,7 @@ import contextlib
 
 import pytest
 import torch
+from torch import nn
 import torch.fx.experimental._config as fx_config
 
 from hidet.torch import dynamic_tracing, hidet_backend
@@ -175,3 +176,25 @@ def test_a_declined_conversion_says_why(size_oblivious):
     text = str(info.value)
     assert isinstance(info.value, UnsupportedOperatorsError) or 'UnsupportedOperatorsError' in text, text
     assert 'symbolic slices take step 1' in text, text
+
+
+def test_a_module_number_changed_after_compiling_is_seen(size_oblivious):
+    """With dynamic=True dynamo passes a module's Python number as a 0-d tensor input and does not guard on its
+    value; hidet bakes it in, so a call compares the values and builds again when one changed (it answered with
+    the old number)."""
+    class Scaled(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.scale = 2.0
+
+        def forward(self, x):
+            return x * self.scale
+
+    model, backend = Scaled(), CountingBackend()
+    compiled = torch.compile(model, backend=backend, dynamic=True)
+    x = torch.randn(3, 4)
+    assert_close(compiled(x), x * 2.0)
+    assert_close(compiled(x), x * 2.0)
+    model.scale = 3.0
+    assert_close(compiled(x), x * 3.0)
+    assert backend.builds == 2

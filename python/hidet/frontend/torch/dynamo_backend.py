@@ -118,7 +118,7 @@ class _Compiled:
         self.compiled_graph = compiled_graph
         self.device: Optional[torch.device] = None
         self.moves: List[Optional[bool]] = []  # per real input: None (not a tensor), moves to the device or not
-        self.state: Tuple = ()  # the model-state tensors (parameters, buffers) it was built from, baked in
+        self.state = _State(())  # the model-state tensors (parameters, buffers) it was built from, baked in
         self.outputs = _structure_builder(out_spec)  # callable(graph outputs) → the output structure
 
 
@@ -172,10 +172,8 @@ class CompiledFx:
         self._input_positions = [i for i, c in enumerate(self.constants) if not c]
         # the model-state placeholders: their values are baked into a build as constants, so a build serves the
         # tensors it was made from alone (dynamo hands the same graph another instance of the model: another
-        # build, never the first one's weights); a C-level identity check per call, a few µs for hundreds
-        positions = [i for i, c in enumerate(self.constants) if c]
-        self._state_of = (lambda args: ()) if not positions else operator.itemgetter(*positions) \
-            if len(positions) > 1 else (lambda args: (args[positions[0]],))
+        # build, never the first one's weights); checked at each call (_State.holds)
+        self._state_of = _picker([i for i, c in enumerate(self.constants) if c])
         self.config = config
         self.options = hidet.option.resolve(options)  # how its kernels build (hidet.option), read once
         self.registry = registry
@@ -241,13 +239,13 @@ class CompiledFx:
         builds = self._cache.setdefault(self._key(args), [])
         state = self._state_of(args)
         for compiled in builds:
-            if _same_state(compiled.state, state):
+            if compiled.state.holds(state):
                 return compiled
         compiled = self._build(args)
         compiled.device = self._device(args)
         compiled.moves = [self._joins(a, compiled.device) if isinstance(a, torch.Tensor) else None
                           for a in self._inputs(args)]
-        compiled.state = tuple(state)
+        compiled.state = _State(tuple(state))
         builds.insert(0, compiled)  # (the newest first: a model rebuilt for new weights is the one called next)
         del builds[MAX_STATE_BUILDS:]  # (instances made one after another in a loop: their builds, and the state
         # tensors they hold, do not pile up; an evicted instance called again is built again)
@@ -346,7 +344,7 @@ class CompiledFx:
     # ------------------------------------------------------------------ running
     def __call__(self, *args):
         builds = self._cache.get(self._key(args))
-        compiled = builds[0] if builds and _same_state(builds[0].state, self._state_of(args)) else self.prepare(args)
+        compiled = builds[0] if builds and builds[0].state.holds(self._state_of(args)) else self.prepare(args)
         device = compiled.device
         inputs = [_contiguous(a.to(device) if move else a)
                   for a, move in zip(self._inputs(args), compiled.moves) if move is not None]
@@ -365,25 +363,53 @@ class CompiledFx:
         return [c.flow_graph for c in self._builds() if c.flow_graph is not None]
 
 
-def _same_state(built: Tuple, now: Tuple) -> bool:
-    """Whether model state ``now`` is the tensors a build baked in (``built``): the same objects, tensors over the same
-    memory, shape and strides, or (dynamic=True: dynamo passes a module's Python numbers, an ``eps``, as a fresh
-    0-d tensor at each call) 0-d tensors of the same value."""
-    if len(built) != len(now):
-        return False
-    same = list(map(operator.is_, built, now))  # (C-level loops: a few µs for hundreds of parameters)
-    if all(same):
-        return True
-    return all(_aliases(built[i], now[i]) for i in itertools.compress(range(len(same)), map(operator.not_, same)))
+class _State:
+    """The model-state tensors a build baked in, and the check that a call's are the same (``holds``): the same
+    objects (a C-level identity check, a few µs for hundreds of parameters); or, where dynamo passes a fresh
+    tensor at each call, tensors over the same memory, shape and strides, and 0-d CPU tensors of the same value
+    (dynamic=True passes a module's Python numbers, a layer norm's ``eps``, so: compared by value, ~0.2 µs each)."""
+
+    def __init__(self, tensors: Tuple):
+        self.tensors = tensors
+        scalars = [i for i, t in enumerate(tensors) if _host_scalar(t)]
+        others = [i for i in range(len(tensors)) if i not in scalars]
+        self._scalars_of = _picker(scalars)
+        self._others_of = _picker(others)
+        self._values = [t.item() for t in self._scalars_of(tensors)]
+        self._others = self._others_of(tensors)
+
+    def holds(self, now: Tuple) -> bool:
+        if len(now) != len(self.tensors):
+            return False
+        others = self._others_of(now)
+        same = list(map(operator.is_, self._others, others))
+        if not all(same) and not all(_aliases(self._others[i], others[i])
+                                     for i in itertools.compress(range(len(same)), map(operator.not_, same))):
+            return False
+        scalars = self._scalars_of(now)
+        if not all(_host_scalar(t) for t in scalars):
+            return False
+        values = [t.item() for t in scalars]
+        return values == self._values or all(a == b or a != a and b != b for a, b in zip(values, self._values))
+
+
+def _picker(positions: List[int]) -> Callable[[Tuple], Tuple]:
+    """``positions`` of a tuple, as a tuple (operator.itemgetter, whatever their number)."""
+    if not positions:
+        return lambda t: ()
+    if len(positions) == 1:
+        return lambda t: (t[positions[0]],)
+    return operator.itemgetter(*positions)
+
+
+def _host_scalar(t) -> bool:
+    return isinstance(t, torch.Tensor) and t.dim() == 0 and t.device.type == 'cpu'
 
 
 def _aliases(a, b) -> bool:
-    if not (isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor)) or a.dtype != b.dtype or a.device != b.device \
-            or a.shape != b.shape:
-        return False
-    if a.dim() == 0 and a.device.type == 'cpu':  # (a value on the host: no device sync)
-        return bool(torch.equal(a, b))
-    return a.data_ptr() == b.data_ptr() and a.stride() == b.stride()
+    """Tensors over the same memory, shape, strides, dtype and device."""
+    return isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and a.dtype == b.dtype and \
+        a.device == b.device and a.shape == b.shape and a.data_ptr() == b.data_ptr() and a.stride() == b.stride()
 
 
 def _plain(a):
