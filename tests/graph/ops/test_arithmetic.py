@@ -108,6 +108,23 @@ def test_binary_mixed_dtypes_and_scalars(device):
     check(-hx, -x)
 
 
+def test_zero_dim_tensors_promote_as_torch_does(device):
+    """A 0-d tensor beside a tensor with dimensions does not raise the result's dtype within its category
+    (float32 x * float64 0-d: float32; float16 x compared with a float32 0-d: in float16), one of a higher
+    category does (int64 x + float64 0-d: float64)."""
+    x, h = rand([4, 5], 'float32', device), rand([4, 5], 'float16', device)
+    i = rand([4, 5], 'int64', device)
+    s64, s32, n = (torch.tensor(v, dtype=d, device=device) for v, d in ((2.5, torch.float64),
+                                                                         (0.1, torch.float32), (3, torch.int32)))
+    hx, hh, hi = hidet.from_torch(x), hidet.from_torch(h), hidet.from_torch(i)
+    h64, h32, hn = hidet.from_torch(s64), hidet.from_torch(s32), hidet.from_torch(n)
+    for got, want in ((hx * h64, x * s64), (h64 - hx, s64 - x), (hh + h32, h + s32), (hh > h32, h > s32),
+                      (hi + h64, i + s64), (hi * hn, i * n), (hx * hn, x * n), (h64 * h32, s64 * s32),
+                      (ops.where(hx > 0, hx, h64), torch.where(x > 0, x, s64))):
+        assert got.dtype.name == str(want.dtype).replace('torch.', ''), (got.dtype, want.dtype)
+        check(got, want)
+
+
 def test_logical_and_where(device):
     c, x, y = rand([3, 4], 'bool', device), rand([3, 4], 'float32', device), rand([4], 'float32', device)
     hc, hx, hy = hidet.from_torch(c), hidet.from_torch(x), hidet.from_torch(y)

@@ -63,8 +63,27 @@ def unary(x: Tensor, fn: Callable[[Expr], Expr], name: str) -> Tensor:
     return UnaryElementwiseOp(x, fn, name).get_output(0)
 
 
+def _zero_dim_as_scalar(x: Tensor, y: Tensor):
+    """torch's type promotion between a tensor with dimensions and a 0-d one: the 0-d tensor does not raise the
+    result's dtype within its category (float32 x * float64 0-d → float32; float16 x > float32 0-d compares in
+    float16), so it is cast to the other's dtype; of a higher category (an integer x * a float 0-d) it promotes
+    as usual."""
+    if (x.ndim == 0) == (y.ndim == 0) or x.dtype == y.dtype:
+        return x, y
+    dims, zero = (x, y) if y.ndim == 0 else (y, x)
+    if _category(zero.dtype) > _category(dims.dtype):
+        return x, y
+    zero = cast_(zero, dims.dtype)
+    return (dims, zero) if y.ndim == 0 else (zero, dims)
+
+
+def _category(dtype) -> int:
+    return 0 if dtype.is_boolean() else 1 if dtype.is_integer() else 2
+
+
 def _binary(x, y, fn: Callable[[Expr, Expr], Expr], name: str) -> Tensor:
     if isinstance(x, Tensor) and isinstance(y, Tensor):
+        x, y = _zero_dim_as_scalar(x, y)
         return BinaryElementwiseOp(x, y, fn, name).get_output(0)
     if isinstance(x, Tensor):
         return UnaryElementwiseOp(x, lambda a: fn(a, y), name, {'scalar': y}).get_output(0)
@@ -368,4 +387,6 @@ def logical_or(x, y) -> Tensor:
 
 
 def where(cond: Tensor, x, y) -> Tensor:
+    if isinstance(x, Tensor) and isinstance(y, Tensor):
+        x, y = _zero_dim_as_scalar(x, y)
     return WhereOp(cond, x, y).get_output(0)
