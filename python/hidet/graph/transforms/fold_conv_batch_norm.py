@@ -12,9 +12,9 @@ cast to it. A float16 convolution keeps its weights and gets a float32 scale and
     y = cast(cast(conv(x, W), float32) * s + t, float16)
 
 since scaling float16 weights rounds each of them once more, and a float16 shift is one more rounding of
-every output (resnet18 in float16 measured 1.2x eager's RMS error folded that way, 1.0x this way); the
-fused epilogue computes it in float32 and rounds once, so ``s * W`` past float16's range needs no special
-case either. The chain is folded while each op's result has a single reader; after it the fusion pass turns
+every output (a resnet of basic blocks in float16 on the CPU: 1.2x eager's RMS error folded that way, 1.0x
+this way); the fused epilogue computes it in float32 and rounds once, so ``s * W`` past float16's range needs
+no special case either. The chain is folded while each op's result has a single reader; after it the fusion pass turns
 the convolution and its scale and shift (and any activation) into one kernel.
 """
 from __future__ import annotations

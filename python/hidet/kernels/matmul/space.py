@@ -96,8 +96,8 @@ def wg_config(spec: GemmSpec, bm: int, bn: int, wn: int, sms: int, stages: int =
     return cfg
 
 
-# A GEMM of at most this k and at least 128 columns whose 64 x 128 tiles make two waves or more (resnet50's 1x1
-# convolutions at batch 32) spends its time in the epilogue's stores (and a residual's reads), not the mainloop:
+# A GEMM of k x n at most EPILOGUE_BOUND_KN, 128 columns or more, whose 64 x 128 tiles make two waves or more
+# (resnet50's 1x1 convolutions at batch 32) spends its time in the epilogue's stores (and a residual's reads):
 # 64 x 128 tiles in 3 stages (72 KB) fit three blocks an SM, so one block's epilogue overlaps the others'
 # mainloops, where a 128 x 256 tile (its 133 KB float32 staging) runs alone. H100, batch 32, with resnet's residual
 # epilogue (µs, 64 x 128 against the cost model's tiles): 56x56 64→256 57.6 / 74.3, 28x28 128→512 31.7 / 40.4,
