@@ -7,27 +7,10 @@ import torch
 from torch import nn
 import torch.fx.experimental._config as fx_config
 
-from hidet.torch import dynamic_tracing, hidet_backend
+from hidet.torch import dynamic_tracing
 
 from .models import GPTAttention, LlamaLayer, TransformerBlock
-from .utils import assert_close
-
-
-class CountingBackend:
-    """hidet's backend, counting dynamo's compiles and keeping what it returned."""
-
-    def __init__(self):
-        self.compiled = []
-
-    def __call__(self, gm, example_inputs):
-        result = hidet_backend(gm, example_inputs)
-        self.compiled.append(result)
-        return result
-
-    @property
-    def builds(self) -> int:
-        """Builds of hidet graphs across all of dynamo's compiles."""
-        return sum(len(c.compiled_graphs) for c in self.compiled)
+from .utils import CountingBackend, assert_close
 
 
 @pytest.fixture

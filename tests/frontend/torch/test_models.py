@@ -7,7 +7,7 @@ from hidet.frontend.torch import dynamo_backend
 from hidet.torch import hidet_backend
 
 from .models import GPTAttention, LlamaLayer, MaskedEncoderLayer, ResNetBlocks, SmallCNN, TransformerBlock, VisionBlocks
-from .utils import assert_close, compile_and_compare, non_default_parameters
+from .utils import CountingBackend, assert_close, compile_and_compare, non_default_parameters
 
 
 def test_cnn():
@@ -20,12 +20,7 @@ def test_instances_of_one_model_keep_their_own_weights():
     inputs); hidet bakes them in as constants, so the second instance must get a build of its own weights, and
     each instance keeps answering with its own. Instances made one after another keep at most MAX_STATE_BUILDS
     builds (and the weights they hold) alive."""
-    compiled_fx = []
-
-    def backend(gm, example_inputs):
-        compiled_fx.append(hidet_backend(gm, example_inputs))
-        return compiled_fx[-1]
-
+    backend = CountingBackend()
     torch._dynamo.reset()
     torch.manual_seed(0)
     models = [SmallCNN().eval(), SmallCNN().eval()]
@@ -42,8 +37,8 @@ def test_instances_of_one_model_keep_their_own_weights():
             model = SmallCNN().eval()
             non_default_parameters(model, (x,), seed=10 + seed)
             assert_close(torch.compile(model, backend=backend)(x), model(x))
-    assert len(compiled_fx) == 1  # (dynamo compiled the graph once: hidet's builds tell the instances apart)
-    assert len(compiled_fx[0].compiled_graphs) == dynamo_backend.MAX_STATE_BUILDS
+    assert len(backend.compiled) == 1  # (dynamo compiled the graph once: hidet's builds tell the instances apart)
+    assert backend.builds == dynamo_backend.MAX_STATE_BUILDS
 
 
 def test_resnet_blocks_in_float16_are_as_accurate_as_eager():
@@ -161,15 +156,10 @@ def test_gemm_epilogues_through_a_reshape_round_trip_keep_the_template():
     from hidet.graph.flow_graph import display_name
     from hidet.kernels.matmul import operand_modes
 
-    compiled_fx = []
-
-    def backend(gm, example_inputs):
-        compiled_fx.append(hidet_backend(gm, example_inputs))
-        return compiled_fx[-1]
-
+    backend = CountingBackend()
     torch.manual_seed(0)
     compile_and_compare(ReshapedMLP().eval(), torch.randn(4, 8, 16), backend=backend, rtol=2e-4, atol=2e-4)
-    (graph,) = [g for fx in compiled_fx for g in fx.flow_graphs]
+    (graph,) = [g for fx in backend.compiled for g in fx.flow_graphs]
     gemms = [n for n in graph.nodes if 'Matmul' in display_name(n) or 'matmul' in n.task.name]
     assert len(gemms) == 2 and all(operand_modes(n.task) is not None for n in gemms), [display_name(n) for n in gemms]
     assert any('Tanh' in display_name(n) or 'tanh' in n.task.name for n in gemms)  # the GELU is an epilogue

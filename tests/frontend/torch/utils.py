@@ -1,6 +1,7 @@
 import torch
 
 from hidet.cli.models import non_default_parameters  # noqa: F401  (the model tests' weights)
+from hidet.torch import hidet_backend
 
 
 def assert_close(actual, expected, rtol=1e-4, atol=1e-4):
@@ -34,3 +35,19 @@ def compile_and_compare(model, *inputs, rtol=1e-4, atol=1e-4, backend='hidet', *
         assert_close(compiled(*fresh), model(*fresh), rtol, atol)
     return compiled
 
+
+class CountingBackend:
+    """hidet's backend, counting dynamo's compiles and keeping what it returned."""
+
+    def __init__(self):
+        self.compiled = []
+
+    def __call__(self, gm, example_inputs):
+        result = hidet_backend(gm, example_inputs)
+        self.compiled.append(result)
+        return result
+
+    @property
+    def builds(self) -> int:
+        """Builds of hidet graphs across all of dynamo's compiles."""
+        return sum(len(c.compiled_graphs) for c in self.compiled)
