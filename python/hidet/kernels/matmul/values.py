@@ -236,10 +236,8 @@ class GemmValues:
     def column_reads(self, plan: LanePlan, bz, gn, cond) -> Tuple[Stmt, Dict[Var, Var]]:
         """The loads of ``plan``'s column vectors for the outputs (bz, any m, gn ..), where ``cond`` holds, issued
         once for all the rows a thread takes in that column; and their register arrays."""
-        loads, regs = plan.load_registers(
-            lambda e: self.lower(e, self._epilogue_at(bz, ANY_ROW, gn)),
-            lambda flat: merge_divmod(self.lower(flat, self._epilogue_at(bz, ANY_ROW, gn)), static_divisors=False),
-            lambda e: self._params[id(e.tensor)], scalars='col', vectors=self.column_vectors(plan), broadcasts=False)
+        loads, regs = self._epilogue_loads(plan, self._epilogue_at(bz, ANY_ROW, gn), 'col', self.column_vectors(plan),
+                                           broadcasts=False)
         return self._guarded(loads, cond), regs
 
     def epilogue_reads(self, plan: LanePlan, bz, gm, gn, cond, tag: int,
@@ -300,11 +298,13 @@ class GemmValues:
         return at
 
     def _epilogue_loads(self, plan: LanePlan, at: Dict[Var, Expr], scalars: Optional[str] = None,
-                        vectors: Optional[List[Var]] = None):
-        """``plan.load_registers`` at the epilogue's values ``at`` (``scalars``, ``vectors``: see there)."""
+                        vectors: Optional[List[Var]] = None, broadcasts: bool = True):
+        """``plan.load_registers`` at the epilogue's values ``at`` (``scalars``, ``vectors``, ``broadcasts``: see
+        there)."""
         return plan.load_registers(lambda e: self.lower(e, at),
                                    lambda flat: merge_divmod(self.lower(flat, at), static_divisors=False),
-                                   lambda e: self._params[id(e.tensor)], scalars=scalars, vectors=vectors)
+                                   lambda e: self._params[id(e.tensor)], scalars=scalars, vectors=vectors,
+                                   broadcasts=broadcasts)
 
     def out_index(self, bz, gm, gn) -> Expr:
         return self._at(self.spec.out_index, bz, {self.spec.m_var: gm, self.spec.n_var: gn})
