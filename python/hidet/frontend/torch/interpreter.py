@@ -426,7 +426,7 @@ def _check_inplace_target(node: torch.fx.Node, order: Dict[torch.fx.Node, int]) 
                 f'in-place update of {target.name!r}, a view of {base.name!r} that {later[0].name!r} reads '
                 'afterwards: not supported (hidet would update only the view); write it out of place (e.g. '
                 'torch.where, or assigning into the base tensor)', views, eager_ok=False)
-    # (an update of a whole tensor: the interpreter takes its earlier views again, see run)
+    # (an update of a whole tensor: the interpreter takes its earlier views again, see Interpreter._updated)
     if not views:
         return
     # another view of the same memory, taken before the call and read after it, sees the update in torch, and
