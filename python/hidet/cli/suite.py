@@ -31,6 +31,8 @@ def add_parser(kinds) -> None:
                         'hidet,eager,inductor on cpu)')
     p.add_argument('--dtype', default='f16', help='default: f16')
     p.add_argument('--batch', type=int, default=1, help='default: 1')
+    p.add_argument('--seq', type=int, default=None,
+                   help="sequence length of the language models, as hidet bench model's --seq (default: its 128)")
     p.add_argument('--device', default=None, choices=['cuda', 'cpu'], help='default: cuda where a GPU is available')
     p.add_argument('--repeat', type=int, default=50, help='timed calls per backend (default: 50)')
     p.add_argument('--timeout', type=int, default=600, help='seconds per model, all backends (default: 600)')
@@ -48,6 +50,8 @@ def _bench(name: str, args) -> dict:
     """One model's ``hidet bench model --json`` results, or {'error': ...}."""
     cmd = [sys.executable, '-m', 'hidet', 'bench', 'model', name, '--dtype', args.dtype, '--batch', str(args.batch),
            '--device', args.device, '--json', '--repeat', str(args.repeat)]
+    if getattr(args, 'seq', None):
+        cmd += ['--seq', str(args.seq)]
     if args.backends:
         cmd += ['--backends', args.backends]
     if getattr(args, 'mode', None):
@@ -185,7 +189,8 @@ def run(args) -> int:
         with open(path + '.tmp', 'w') as f:
             json.dump({'setup': _setup(args), 'models': results}, f, indent=2)
         os.replace(path + '.tmp', path)
-    title = (f'{args.dtype}, batch {args.batch}, {args.device} ({_machine(args.device)}), '
+    seq = f', {args.seq} tokens' if getattr(args, 'seq', None) else ''
+    title = (f'{args.dtype}, batch {args.batch}{seq}, {args.device} ({_machine(args.device)}), '
              f'{datetime.date.today().isoformat()}')
     text = table({n: results[n] for n in names if n in results}, title)
     with open(os.path.join(out, 'table.md'), 'w') as f:
@@ -205,6 +210,8 @@ def _setup(args) -> dict:
         setup['mode'] = args.mode
     if getattr(args, 'cold', False):
         setup['cold'] = True
+    if getattr(args, 'seq', None):
+        setup['seq'] = args.seq
     return setup
 
 
