@@ -189,6 +189,7 @@ def main(slow=()) -> None:
     from hidet.graph.ops.arithmetic import UnaryElementwiseOp, BinaryElementwiseOp
     from hidet.graph.ops.reduce import ReduceOp
     from hidet.graph.ops.indexing import TakeOp
+    from hidet.graph.ops.pool import Pool2dOp
     from hidet.graph.ops.transform import PermuteOp
     from hidet.ir.expr import call, cast
 
@@ -223,6 +224,19 @@ def main(slow=()) -> None:
         ('sum cols 4096x4096 f32', kernel(ReduceOp(hx32, 0, False, 'sum')), lambda: x32.sum(0), x32.numel() * 4),
         ('max cols 64x262144 f16', kernel(ReduceOp(hwide, 0, False, 'max')), lambda: wide.amax(0), wide.numel() * 2),
         ('var rows 4096x4096 f32 (nested)', kernel(variance_rows(hx32)), lambda: x32.var(1), x32.numel() * 4),
+    ]
+    # resnet50's max-pool at batch 32 and an average pool, channels-last (NHWC) as the network runs them
+    image = torch.randn(32, 112, 112, 64, device='cuda', dtype=torch.float16)
+    nchw_view = image.permute(0, 3, 1, 2)  # (torch's channels-last memory format)
+    himage = hidet.from_torch(image)
+    pooled = 32 * 56 * 56 * 64 * 2
+    cases += [
+        ('max-pool 3x3 s2 32x112x112x64 NHWC', kernel(Pool2dOp(himage, 'max', [3, 3], [2, 2], [1, 1], [1, 1], False,
+                                                            True, channels_last=True)),
+         lambda: F.max_pool2d(nchw_view, 3, 2, 1), image.numel() * 2 + pooled),
+        ('avg-pool 2x2 32x112x112x64 NHWC', kernel(Pool2dOp(himage, 'avg', [2, 2], [2, 2], [0, 0], [1, 1], False,
+                                                         True, channels_last=True)),
+         lambda: F.avg_pool2d(nchw_view, 2), image.numel() * 2 + pooled),
     ]
     print(f'{"case":32s} {"hidet ms":>9s} {"torch ms":>9s} {"hidet/torch":>11s} {"hidet GB/s":>10s}')
     for name, h, t, nbytes in cases:

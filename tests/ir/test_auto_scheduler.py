@@ -6,8 +6,9 @@ import torch
 
 import hidet
 from hidet.graph.operator import Operator
+from hidet.graph.ops.pool import Pool2dOp
 from hidet.ir.compute import compute, reduce, tensor_input
-from hidet.ir.expr import call, cast, convert, select
+from hidet.ir.expr import call, cast, convert, maximum, select
 from hidet.ir.schedulers import schedule_task
 from hidet.ir.stmt import For, If, Seq, VectorCopy
 from hidet.ir.task import Task
@@ -198,6 +199,71 @@ def test_small_reductions_over_many_outputs_compute_like_torch(device):
     close(y, torch.nn.functional.conv2d(x, w, padding=1, groups=32), 1e-4)
     s = torch.randn(40000, 16, device=device)
     close(ops.softmax(hidet.from_torch(s), 1).torch(), torch.softmax(s, 1), 1e-5)
+
+
+def _pool(x, kind, kernel=3, stride=2, padding=1, ceil_mode=False, count_include_pad=True):
+    """The channels-last (NHWC) pooling of ``x`` (a hidet tensor or symbol)."""
+    return Pool2dOp(x, kind, [kernel] * 2, [stride] * 2, [padding] * 2, [1, 1], ceil_mode, count_include_pad,
+                    channels_last=True)
+
+
+def test_channels_last_pooling_loads_a_window_position_in_one_vector():
+    """A thread per 8 channels: each window position's 8 halves in one 16-byte load under the window's bounds,
+    8 accumulators, one store; an NCHW pool (its window strides along the output's innermost index) keeps a
+    thread per output."""
+    f = kernel(_pool(hidet.symbol([2, 56, 56, 64], dtype='float16'), 'max').task, 'cuda')
+    assert f.fallback is not None and f.fallback.name == 'max_pool2d_k0_scalar'
+    assert [c.count for c in stmts(f.body) if isinstance(c, VectorCopy)] == [8, 8]
+    guarded = [s for s in stmts(f.body) if isinstance(s, If) and isinstance(s.then, Seq)
+               and all(isinstance(c, VectorCopy) for c in s.then.stmts)]
+    assert len(guarded) == 1  # (in the window's unrolled loop)
+    assert f.aligned == ((0, 16), (1, 16)) and f.grid == (2 * 28 * 28 * 64 // 8 // 256,)
+    nchw = Pool2dOp(hidet.symbol([2, 64, 56, 56], dtype='float16'), 'max', [3, 3], [2, 2], [1, 1], [1, 1], False,
+                    True)
+    g = kernel(nchw.task, 'cuda')
+    assert g.fallback is None and not any(isinstance(c, VectorCopy) for c in stmts(g.body))
+
+
+def test_a_read_under_a_condition_the_lanes_share_is_one_guarded_vector_load():
+    """Padding an outer dimension: the condition does not depend on the vector's lanes, so the row's vector is
+    loaded under it (padding along the lanes stays per element: test_unaligned_and_conditional_reads_...)."""
+    x = tensor_input('x', 'float16', [16, 64])
+    padded = Task('p', [x], [compute('y', [18, 64], lambda i, j: select((i >= 1) & (i < 17), x[i - 1, j],
+                                                                        convert(0.0, 'float16')))])
+    f = kernel(padded, 'cuda')
+    (guard,) = [s for s in stmts(f.body) if isinstance(s, If)]
+    assert [c.count for c in stmts(guard.then) if isinstance(c, VectorCopy)] == [8]
+    assert f.aligned == ((0, 16), (1, 16))
+
+
+@pytest.mark.parametrize('dtype', ['float16', 'float32'])
+def test_channels_last_pooling_computes_like_torch(dtype, device):
+    """Vectors of 8, 4 and 2 lanes and none (3 channels), padded and ceil-mode windows, averages with and
+    without the padding counted, and a window of a computed value (a scale and a ReLU read in vectors too)."""
+    from torch.nn import functional as F
+
+    torch_dtype = getattr(torch, dtype)
+    tol = 2e-3 if dtype == 'float16' else 1e-5
+    for channels in (64, 24, 12, 3):
+        x = torch.randn(4, 63, 64, channels, device=device, dtype=torch_dtype)
+        nchw = x.permute(0, 3, 1, 2).float()
+        h = hidet.from_torch(x)
+        for kind, args, expected in (
+                ('max', {}, F.max_pool2d(nchw, 3, 2, 1)),
+                ('max', dict(kernel=2, padding=0, ceil_mode=True), F.max_pool2d(nchw, 2, ceil_mode=True)),
+                ('avg', {}, F.avg_pool2d(nchw, 3, 2, 1)),
+                ('avg', dict(ceil_mode=True, count_include_pad=False),
+                 F.avg_pool2d(nchw, 3, 2, 1, ceil_mode=True, count_include_pad=False))):
+            y = _pool(h, kind, **args).get_output(0).torch()
+            close(y, expected.permute(0, 2, 3, 1).to(torch_dtype), tol)
+    x, scale = torch.randn(2, 57, 57, 32, device=device), torch.randn(32, device=device)
+    xt, st = tensor_input('x', 'float32', [2, 57, 57, 32]), tensor_input('s', 'float32', [32])
+    task = Task('pool_of_relu', [xt, st], [compute('y', [2, 28, 28, 32], lambda n, i, j, c: reduce(
+        [3, 3], lambda a, b: maximum(xt[n, 2 * i + a, 2 * j + b, c] * st[c], convert(0.0)),
+        'max'))])
+    assert [c.count for c in stmts(kernel(task, 'cuda').body) if isinstance(c, VectorCopy)] == [4, 4, 4]
+    expected = F.max_pool2d(F.relu(x * scale).permute(0, 3, 1, 2), 3, 2).permute(0, 2, 3, 1)
+    close(run(task, x, scale), expected.contiguous())
 
 
 # ---------------------------------------------------------------- nested and repeated reductions

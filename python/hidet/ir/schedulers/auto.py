@@ -16,8 +16,10 @@ threads (lowering.py).
 - CUDA, symbolic extents (``hidet.symbol(['batch', ...])``): the same grid-stride loops with the grid
   computed from the dims at launch; injective kernels vectorized where the innermost extent is static,
   reductions a block per output element.
-- CUDA, small reductions (at most SMALL_REDUCE elements — a depthwise convolution's 3x3 window — over
-  enough outputs to fill the GPU): one thread per output element, reducing alone.
+- CUDA, small reductions (at most SMALL_REDUCE elements — a pooling or depthwise 3x3 window — over
+  enough outputs to fill the GPU): one thread per output element, reducing alone; where the window's reads
+  are contiguous along the output's innermost dimension (channels-last pooling), one thread per 16 bytes of
+  outputs with a vector load per window position (vectorize.py).
 - Row-broadcast outputs (normalizations, softmax: reductions over a row read by each element of the row,
   lowering.row_split): a block (CPU: a thread) per row computes the row's reductions once, then writes the
   row's elements. On CUDA, where the row's extents are static and every reduction is over the row, a warp
@@ -44,7 +46,7 @@ from hidet.ir.schedulers.analysis import depends_on, linear
 from hidet.ir.schedulers.lowering import (CUDA_BLOCK, CUDA_MAX_GRID, Lowering, flat_index, grid_size, pow2_ceil, prod,
                                           row_split, top_reduces, unflatten)
 from hidet.ir.schedulers.rows import RowLoop, conditional, reduces_over_row, row_lanes, row_threads, thread_index
-from hidet.ir.schedulers.vectorize import copy_lanes, vector_copies, vectorized_outputs
+from hidet.ir.schedulers.vectorize import copy_lanes, vector_copies, vectorized_outputs, vectorized_small_reductions
 from hidet.ir.stmt import Declare, For, Function, If, IRModule, Seq, Stmt, Store
 from hidet.ir.task import Task
 from hidet.ir.type import TensorType
@@ -269,10 +271,14 @@ def _injective_outputs(name: str, params: List[Var], outputs, shape, lowering: L
     """The vectorized kernel of injective ``outputs`` ((parameter, value, axes) of one ``shape``), with the scalar
     one as its fallback (for unaligned buffers), or the scalar one alone."""
     scalar = _cuda_threads(name, params, outputs, shape, lowering)
-    vector = vectorized_outputs(name, params, outputs, shape, Lowering(lowering.params))
+    return _with_fallback(vectorized_outputs(name, params, outputs, shape, Lowering(lowering.params)), scalar)
+
+
+def _with_fallback(vector: Optional[Function], scalar: Function) -> Function:
+    """The vectorized kernel with the scalar one as its fallback (for unaligned buffers), or the scalar one."""
     if vector is None:
         return scalar
-    scalar.name = f'{name}_scalar'
+    scalar.name = f'{vector.name}_scalar'
     vector.fallback = scalar
     return vector
 
@@ -379,7 +385,9 @@ def _output_kernel(task: Task, out: TensorNode, out_param: Var, params: Dict[int
     if largest <= 1:
         return _injective(name, all_params, out_param, value, axes, out.shape, lowering)
     if largest <= SMALL_REDUCE and prod(out.shape) >= SMALL_REDUCE_MIN_OUTPUTS:
-        return _cuda_thread(name, all_params, out_param, value, axes, out.shape, lowering)
+        scalar = _cuda_thread(name, all_params, out_param, value, axes, out.shape, lowering)
+        vector = vectorized_small_reductions(name, all_params, out_param, value, axes, out.shape, Lowering(params))
+        return _with_fallback(vector, scalar)
     if reduce_style(value, axes, out.shape) == 'column':
         cols, rows = _column_shape(prod(out.shape), largest, value)
         if rows == 1:
