@@ -5,6 +5,7 @@ import contextlib
 import pytest
 import torch
 from torch import nn
+from torch.nn import functional as F
 import torch.fx.experimental._config as fx_config
 
 from hidet.torch import dynamic_tracing
@@ -181,3 +182,44 @@ def test_a_module_number_changed_after_compiling_is_seen(size_oblivious):
     model.scale = 3.0
     assert_close(compiled(x), x * 3.0)
     assert backend.builds == 2
+
+
+def test_a_python_number_that_changes_between_calls_is_read_in_the_graph():
+    """dynamo passes a Python number argument that changed between calls as a 0-d float64 tensor and reads it with
+    ``.item()``: one build serves every later value (the first call's build has the number baked in), and the
+    number does not raise a float16 input's dtype, as in torch."""
+    def f(x, t):
+        return torch.softmax(x / t, -1) * (1 - t)
+
+    backend = CountingBackend()
+    compiled = torch.compile(f, backend=backend)
+    x = torch.randn(4, 8)
+    for t in (0.7, 0.9, 1.3, 2.0):
+        assert_close(compiled(x, t), f(x, t))
+    assert backend.builds == 2
+    h = x.half()
+    for t in (0.5, 3.0):
+        y = compiled(h, t)
+        assert y.dtype == torch.float16
+        assert_close(y.float(), f(h, t).float(), rtol=2e-3, atol=2e-3)
+
+
+def test_a_conversion_that_needs_a_constant_number_declines_with_the_reason():
+    """leaky_relu's slope must be a Python number: given one that changes between calls it declines, naming why
+    (it raised TypeError from deep inside), and with the fallback torch runs it with the number."""
+    from hidet.torch import dynamo_config
+
+    def f(x, slope):
+        return F.leaky_relu(x * 2, slope) + 1
+
+    compiled = torch.compile(f, backend='hidet')
+    x = torch.randn(4, 8)
+    compiled(x, 0.1)
+    with pytest.raises(Exception, match='a number computed in the graph .*needs a constant number'):
+        compiled(x, 0.2)
+    torch._dynamo.reset()
+    dynamo_config.fallback_to_eager(True)
+    compiled = torch.compile(f, backend='hidet')
+    with pytest.warns(UserWarning, match='eager PyTorch.*leaky_relu'):
+        for slope in (0.1, 0.2, 0.3):
+            assert_close(compiled(x, slope), f(x, slope))

@@ -142,6 +142,18 @@ def test_cpu_indices_of_cuda_tensors():
     assert_close(compiled(x, mask, pos, v), f(x, mask, pos, v))
 
 
+def test_a_python_number_that_changes_between_calls():
+    """dynamo passes the number as a 0-d CPU float64 tensor: it moves to the graph's device at each call (torch
+    computes with it beside CUDA tensors), read through CUDA graphs like any input."""
+    def f(x, t):
+        return torch.softmax(x / t, -1) * (1 - t)
+
+    x = torch.randn(4, 8, device='cuda').half()
+    compiled = torch.compile(f, backend='hidet')
+    for t in (0.7, 0.9, 1.3, 2.0):
+        assert_close(compiled(x, t).float(), f(x, t).float(), 2e-3, 2e-3)
+
+
 # ---------------------------------------------------------------- the target models (random weights)
 VISION = ['resnet18', 'resnet50', 'mobilenet_v2', 'efficientnet_b0', 'vit_b_16', 'convnext_tiny']
 

@@ -199,9 +199,11 @@ class CompiledFx:
     @staticmethod
     def _joins(a: torch.Tensor, device: Optional[torch.device]) -> bool:
         """Whether input ``a`` moves to the graph's device: a CPU integer or bool tensor beside CUDA inputs is an
-        index (torch indexes CUDA tensors with CPU indices, as in ``x[mask] = v``)."""
-        return device is not None and device.type == 'cuda' and a.device.type == 'cpu' and not (
-            a.dtype.is_floating_point or a.dtype.is_complex)
+        index (torch indexes CUDA tensors with CPU indices, as in ``x[mask] = v``); a 0-d CPU tensor is a number
+        (torch computes with it beside CUDA tensors; dynamo passes a Python number that changes between calls as
+        one, and reads it with ``.item()``)."""
+        return device is not None and device.type == 'cuda' and a.device.type == 'cpu' and (
+            a.dim() == 0 or not (a.dtype.is_floating_point or a.dtype.is_complex))
 
     # ------------------------------------------------------------------ building
     def _bind(self, interp: Interpreter, args: Sequence[Any]):

@@ -179,6 +179,9 @@ class Interpreter:
         unsupported: List[torch.fx.Node] = []
         aliases: Dict[torch.fx.Node, List[torch.fx.Node]] = {}  # node → the nodes naming its tensor (in-place calls)
         reasons = self.reasons = {}  # node name → why its conversion declined (kept for the error of a check)
+        # 0-d tensors standing for a number computed in the graph (``.item()`` of a number argument, and math on
+        # such numbers alone) → the node of the first (env keeps them alive)
+        numbers: Dict[int, str] = {}
         order = {n: i for i, n in enumerate(self.gm.graph.nodes)}
         result = None
         for node in self.gm.graph.nodes:
@@ -216,22 +219,24 @@ class Interpreter:
                     else:
                         with deferred_constants() if self.defer_constants else contextlib.nullcontext():
                             value = self._convert(node, args, kwargs)
-                except NotImplementedError as e:
-                    if not check_only or isinstance(e, InPlaceUpdateOfShared) and not e.eager_ok:
-                        raise _with_context(e, node, self.gm) from e
+                except Exception as raised:
+                    e = _needs_constant_number(raised, numbers, (args, kwargs))
+                    if not isinstance(e, NotImplementedError) or not check_only or \
+                            isinstance(e, InPlaceUpdateOfShared) and not e.eager_ok:
+                        raise _with_context(e, node, self.gm) from raised
                     unsupported.append(node)
                     reasons[node.name] = str(e)
                     if isinstance(e, InPlaceUpdateOfShared):  # (the views run in eager with the update)
                         unsupported.extend(v for v in e.views if v not in unsupported)
                     value, folded = self._stand_in(node), False
-                except Exception as e:
-                    raise _with_context(e, node, self.gm) from e
                 if _is_inplace(node, self.registry) and node.args and isinstance(node.args[0], torch.fx.Node):
                     value = value if folded else _keep_dtype(value, env[node.args[0]])
                     self._updated(node, value, folded and node not in unsupported, node not in unsupported, env,
                                   aliases, order)
                 if not folded:
                     self.mark_dynamic(value)
+                    if _is_number(node, value, (args, kwargs), numbers):
+                        numbers[id(value)] = node.name
             env[node] = value
             if on_node is not None:
                 on_node(node, value)
@@ -497,6 +502,30 @@ def _bound_inplace(node: torch.fx.Node) -> bool:
     except TypeError:
         return False
     return bound.arguments.get('inplace') is True
+
+
+def _is_number(node: torch.fx.Node, value, inputs, numbers: Dict[int, str]) -> bool:
+    """Whether ``value`` (node's symbolic result) stands for a number computed in the graph: ``.item()``'s 0-d
+    tensor, or a 0-d result of math whose tensor operands are such numbers alone (``-t``, ``1 / t``)."""
+    if not isinstance(value, Tensor) or value.ndim != 0:
+        return False
+    if node.op == 'call_method' and node.target == 'item':
+        return True
+    tensors = [v for v in leaves(inputs) if isinstance(v, Tensor)]
+    return bool(tensors) and all(id(v) in numbers for v in tensors)
+
+
+def _needs_constant_number(e: Exception, numbers: Dict[int, str], inputs) -> Exception:
+    """``e`` as a conversion declining (NotImplementedError: the fallback runs the node in torch) where the node
+    failed on an argument that is a number computed in the graph (the conversion needs a Python number there)."""
+    read = [numbers[id(v)] for v in leaves(inputs) if isinstance(v, Tensor) and id(v) in numbers]
+    if not read or not isinstance(e, (TypeError, ValueError)):
+        return e
+    return NotImplementedError(
+        f'an argument is a number computed in the graph ({read[0]}: dynamo passes a Python number that changed '
+        f'between calls as a tensor and reads it with .item()), where this conversion needs a constant number '
+        f'({type(e).__name__}: {e}). Run it in eager with hidet.torch.dynamo_config.fallback_to_eager(True), or '
+        f'keep the number fixed (torch._dynamo.config.specialize_float = True)')
 
 
 def _with_context(e: Exception, node: torch.fx.Node, gm: torch.fx.GraphModule) -> Exception:

@@ -42,6 +42,22 @@ def get_device(self: Tensor):
     return self.device.id if self.device.is_cuda() else -1
 
 
+@register_method(T.item)
+def item(self: Tensor):
+    """A one-element tensor's value. dynamo calls ``.item()`` in the graph on a Python number passed to the
+    compiled function that changed between calls (a temperature, a scale: it passes the number as a 0-d float64
+    or int64 tensor, moved to the graph's device at each call): the value stays that 0-d tensor, which the ops
+    then read as torch reads the number (a 0-d operand does not promote the other's dtype within its category:
+    hidet.ops' arithmetic), so one build serves every value. A constant's value is the Python number."""
+    if self.numel() != 1:
+        raise ValueError(f'item: a tensor of {self.numel()} elements {list(self.shape)} has no single value '
+                         f'(torch: a Tensor with {self.numel()} elements cannot be converted to Scalar)')
+    if not self.is_symbolic():
+        return self.numpy().reshape(()).item() if self.dtype.name != 'bfloat16' else \
+            self.to('float32').numpy().reshape(()).item()
+    return ops.reshape(self, []) if self.ndim else self
+
+
 @register_method(T.contiguous, T.clone, T.detach, T.detach_, T.requires_grad_)
 def identity(self: Tensor, *args, **kwargs):
     return self
