@@ -16,7 +16,8 @@
 #          inductor reduce-overhead and eager, compiled cold: latency, compile time, accuracy; resumes from
 #          $LOG_DIR/suite), resnet50 (its 22 convolutions at batch 32 against cuDNN, bare and with a residual
 #          block's epilogue, then the model at batch 32 with its kernel table), tuned (max-autotune against
-#          inductor's, one model at a time: TUNED_MODELS, TUNED_TIMEOUT each; resumes from $LOG_DIR/tuned).
+#          inductor's, one model at a time: TUNED_MODELS, TUNED_TIMEOUT each; resumes from $LOG_DIR/tuned; and each
+#          model's tuned tasks, default config against the best found: tuning_<model>.log).
 #          Default: core bench.
 #   TEST_TIMEOUT=360 MODELS_TIMEOUT=480 BENCH_TIMEOUT=120 REPORT_MODELS=resnet18,...
 #
@@ -122,9 +123,13 @@ for stage in $STAGES; do
     tuned)
       echo "== max-autotune against inductor's, one model at a time"
       for model in ${TUNED_MODELS:-resnet50 gpt2 bert vit_b_16}; do
+        since=$(date '+%Y-%m-%d %H:%M:%S')
         (cd /tmp && python3 -m hidet bench suite --mode max-autotune --backends hidet,inductor-ma --repeat 50 \
            --timeout "${TUNED_TIMEOUT:-540}" --models "$model" --out "$LOG_DIR/tuned") 2>&1 \
            | tee -a "$LOG_DIR/bench_tuned.log" | tail -14
+        # each tuned task's default config (level 0) against the best candidate tuning found
+        (cd /tmp && python3 -m hidet cache tuning --level 2 --since "$since") > "$LOG_DIR/tuning_$model.log" 2>&1
+        tail -1 "$LOG_DIR/tuning_$model.log"
       done ;;
     *) echo "unknown stage $stage"; status=1 ;;
   esac

@@ -25,6 +25,43 @@ def test_cache_status(capsys):
     assert 'kernels' in capsys.readouterr().out
 
 
+def test_cache_tuning_shows_each_tuned_task_against_its_default(capsys, tmp_path):
+    """A graph built at search level 1 tunes the CPU GEMM; the report lists the task with its default's and the
+    best candidate's latencies, and a summary against the 1.15x bar."""
+    from hidet import ops
+
+    x = hidet.symbol([16, 32], 'float32', 'cpu')
+    w = hidet.randn([24, 32], device='cpu')
+    graph = hidet.trace_from(ops.matmul(x, ops.transpose(w, 0, 1)), [x])
+    with hidet.option.context(cache_dir=str(tmp_path)):
+        graph.build(space=1)
+        main(['cache', 'tuning', '--level', '1'])
+        listed = capsys.readouterr().out
+        main(['cache', 'tuning', '--level', '2'])
+        assert capsys.readouterr().out.startswith('no tuned tasks in the cache at level 2')
+        main(['cache', 'tuning', '--since', '2999-01-01 00:00:00'])
+        assert capsys.readouterr().out.startswith('no tuned tasks')
+    assert 'default / best' in listed and re.search(r'1 tuned task\(s\): the default within 1.15x of the best on '
+                                                    r'[01] \(\d+%\); geometric mean', listed), listed
+
+
+def test_tuning_report_puts_the_worst_default_first():
+    from hidet.cli.tuning import report
+
+    def record(title, default, best, level=2, time='2026-11-27 10:00:00'):
+        return {'title': title, 'level': level, 'time': time, 'latency_ms': best, 'config': {'bm': 64, 'tma': False},
+                'candidates': [{'config': {}, 'latency_ms': default}, {'config': {}, 'latency_ms': best}]}
+
+    records = [record('near', 0.0105, 0.01), record('far', 0.03, 0.01), record('broken default', None, 0.02),
+               record('level 1', 0.05, 0.01, level=1), record('old', 0.05, 0.01, time='2026-11-26 10:00:00')]
+    text = report(records, level=2, since='2026-11-27 00:00:00')
+    lines = text.splitlines()
+    assert [ln.split()[0] for ln in lines[2:5]] == ['broken', 'far', 'near']  # inf, 3.00x, 1.05x
+    assert 'failed' in lines[2] and '3.00x' in lines[3] and 'bm=64' in lines[4] and 'tma' not in lines[4]
+    assert lines[-1].startswith('3 tuned task(s): the default within 1.15x of the best on 1 (33%); '
+                                'geometric mean 1.775x; worst a default that failed to run (broken default)'), lines[-1]
+
+
 def test_bench_matmul_and_conv_on_cpu(capsys):
     main(['bench', 'matmul', '16', '8', '4', '--device', 'cpu', '--dtype', 'f32', '--backends', 'hidet,eager',
           '--warmup', '1', '--repeat', '2'])

@@ -199,6 +199,18 @@ def store_tuning(key: str, record: dict, options: Options) -> str:
     return path
 
 
+def tuning_records(options: Optional[Options] = None) -> List[dict]:
+    """Every stored tuning result (unreadable ones skipped), oldest first by their ``time``."""
+    options = option.resolve(options)
+    records = []
+    for root, _, files in os.walk(_kind_dir('tuning', options)):
+        for f in files:
+            if f.endswith(TUNING_SUFFIX):
+                with contextlib.suppress(OSError, ValueError), open(os.path.join(root, f)) as handle:
+                    records.append(json.load(handle))
+    return sorted(records, key=lambda r: str(r.get('time', '')))
+
+
 def clear(kind: str = 'kernels', options: Optional[Options] = None) -> None:
     """Remove the cached entries of ``kind`` ('kernels', 'tuning' or 'all') from the cache directory."""
     options = option.resolve(options)

@@ -5,6 +5,7 @@
     hidet bench model resnet50 --batch 1 --dtype f16 --backends hidet,eager,inductor-ro --profile
     hidet bench suite --models resnet18,bert --out bench-dir   # a table, a chart and JSON over models (resumable)
     hidet cache status | hidet cache clear
+    hidet cache tuning --level 2                         # each tuned task's default config against the best
     hidet --include-dir | --lib-dir | --cmake-dir        # where the runtime's files are installed
 """
 from __future__ import annotations
@@ -17,7 +18,7 @@ from typing import List, Optional
 import hidet
 from hidet.backend import cache
 from hidet.backend.compiler import include_dir, lib_dir
-from hidet.cli import bench
+from hidet.cli import bench, tuning
 
 
 def _paths_and_info(args) -> None:
@@ -41,6 +42,8 @@ def _cache(args) -> None:
     if args.action == 'clear':
         cache.clear('all')
         print('cache cleared')
+    elif args.action == 'tuning':
+        print(tuning.report(cache.tuning_records(), level=args.level, since=args.since))
     else:
         rows = []
         for kind in cache.KINDS:
@@ -58,7 +61,11 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest='command')
     bench.add_parser(sub)
     cache_parser = sub.add_parser('cache', help='inspect or clear the on-disk cache')
-    cache_parser.add_argument('action', choices=['status', 'clear'])
+    cache_parser.add_argument('action', choices=['status', 'clear', 'tuning'],
+                              help='tuning: each tuned task\'s default config against the best one found')
+    cache_parser.add_argument('--level', type=int, default=None, help='tuning: only this search level')
+    cache_parser.add_argument('--since', default=None,
+                              help="tuning: only tasks tuned at or after this time ('YYYY-MM-DD HH:MM:SS')")
     cache_parser.set_defaults(func=_cache)
     return parser
 
