@@ -5,6 +5,7 @@ import pytest
 import torch
 
 import hidet
+from hidet import ops
 from hidet.graph.operator import Operator
 from hidet.graph.ops.pool import Pool2dOp
 from hidet.ir.compute import compute, reduce, tensor_input
@@ -211,17 +212,23 @@ def test_channels_last_pooling_loads_a_window_position_in_one_vector():
     """A thread per 8 channels: each window position's 8 halves in one 16-byte load under the window's bounds,
     8 accumulators, one store; an NCHW pool (its window strides along the output's innermost index) keeps a
     thread per output."""
-    f = kernel(_pool(hidet.symbol([2, 56, 56, 64], dtype='float16'), 'max').task, 'cuda')
+    f = kernel(_pool(hidet.symbol([8, 56, 56, 64], dtype='float16'), 'max').task, 'cuda')
     assert f.fallback is not None and f.fallback.name == 'max_pool2d_k0_scalar'
     assert [c.count for c in stmts(f.body) if isinstance(c, VectorCopy)] == [8, 8]
     guarded = [s for s in stmts(f.body) if isinstance(s, If) and isinstance(s.then, Seq)
                and all(isinstance(c, VectorCopy) for c in s.then.stmts)]
     assert len(guarded) == 1  # (in the window's unrolled loop)
-    assert f.aligned == ((0, 16), (1, 16)) and f.grid == (2 * 28 * 28 * 64 // 8 // 256,)
+    assert f.aligned == ((0, 16), (1, 16)) and f.grid == (8 * 28 * 28 * 64 // 8 // 256,)
     nchw = Pool2dOp(hidet.symbol([2, 64, 56, 56], dtype='float16'), 'max', [3, 3], [2, 2], [1, 1], [1, 1], False,
                     True)
     g = kernel(nchw.task, 'cuda')
     assert g.fallback is None and not any(isinstance(c, VectorCopy) for c in stmts(g.body))
+    # fewer outputs: vectors of 4 keep 32768 threads or more (25088 vectors of 8 would not); 7 x 7 x 1152, not
+    # even vectors of 2: a thread per output
+    few = kernel(_pool(hidet.symbol([1, 112, 112, 64], dtype='float16'), 'max').task, 'cuda')
+    assert [c.count for c in stmts(few.body) if isinstance(c, VectorCopy)] == [4, 4]
+    fewer = kernel(_pool(hidet.symbol([1, 14, 14, 1152], dtype='float16'), 'max').task, 'cuda')
+    assert fewer.fallback is None and not any(isinstance(c, VectorCopy) for c in stmts(fewer.body))
 
 
 def test_a_read_under_a_condition_the_lanes_share_is_one_guarded_vector_load():
@@ -236,6 +243,25 @@ def test_a_read_under_a_condition_the_lanes_share_is_one_guarded_vector_load():
     assert f.aligned == ((0, 16), (1, 16))
 
 
+def test_channels_last_depthwise_convolutions_in_vectors_compute_like_torch(device):
+    """A mobile network's 3x3 depthwise convolutions (channels-last, float16): the input's channels in guarded
+    vectors, the weight's in plain ones, 8 and 4 lanes."""
+    from torch.nn import functional as F
+
+    for shape, stride in (([2, 56, 56, 64], 1), ([1, 112, 112, 48], 2), ([1, 64, 64, 40], 1)):
+        channels = shape[-1]
+        x = torch.randn(*shape, device=device, dtype=torch.float16)
+        w = (torch.randn(3, 3, channels, device=device) / 3).half()
+        y = ops.depthwise_conv2d_channels_last(hidet.from_torch(x), hidet.from_torch(w), stride=stride, padding=1)
+        task = ops.depthwise_conv2d_channels_last(hidet.symbol(shape, dtype='float16'),
+                                                  hidet.symbol([3, 3, channels], dtype='float16'), stride=stride,
+                                                  padding=1).trace[0].task
+        assert any(isinstance(c, VectorCopy) for c in stmts(kernel(task, 'cuda').body))
+        expected = F.conv2d(x.permute(0, 3, 1, 2).double().cpu(), w.permute(2, 0, 1).unsqueeze(1).double().cpu(),
+                            stride=stride, padding=1, groups=channels)
+        close(y.torch().cpu(), expected.permute(0, 2, 3, 1).half(), 2e-3)
+
+
 @pytest.mark.parametrize('dtype', ['float16', 'float32'])
 def test_channels_last_pooling_computes_like_torch(dtype, device):
     """Vectors of 8, 4 and 2 lanes and none (3 channels), padded and ceil-mode windows, averages with and
@@ -245,7 +271,7 @@ def test_channels_last_pooling_computes_like_torch(dtype, device):
     torch_dtype = getattr(torch, dtype)
     tol = 2e-3 if dtype == 'float16' else 1e-5
     for channels in (64, 24, 12, 3):
-        x = torch.randn(4, 63, 64, channels, device=device, dtype=torch_dtype)
+        x = torch.randn(8, 63, 64, channels, device=device, dtype=torch_dtype)
         nchw = x.permute(0, 3, 1, 2).float()
         h = hidet.from_torch(x)
         for kind, args, expected in (
@@ -256,9 +282,9 @@ def test_channels_last_pooling_computes_like_torch(dtype, device):
                  F.avg_pool2d(nchw, 3, 2, 1, ceil_mode=True, count_include_pad=False))):
             y = _pool(h, kind, **args).get_output(0).torch()
             close(y, expected.permute(0, 2, 3, 1).to(torch_dtype), tol)
-    x, scale = torch.randn(2, 57, 57, 32, device=device), torch.randn(32, device=device)
-    xt, st = tensor_input('x', 'float32', [2, 57, 57, 32]), tensor_input('s', 'float32', [32])
-    task = Task('pool_of_relu', [xt, st], [compute('y', [2, 28, 28, 32], lambda n, i, j, c: reduce(
+    x, scale = torch.randn(8, 57, 57, 32, device=device), torch.randn(32, device=device)
+    xt, st = tensor_input('x', 'float32', [8, 57, 57, 32]), tensor_input('s', 'float32', [32])
+    task = Task('pool_of_relu', [xt, st], [compute('y', [8, 28, 28, 32], lambda n, i, j, c: reduce(
         [3, 3], lambda a, b: maximum(xt[n, 2 * i + a, 2 * j + b, c] * st[c], convert(0.0)),
         'max'))])
     assert [c.count for c in stmts(kernel(task, 'cuda').body) if isinstance(c, VectorCopy)] == [4, 4, 4]

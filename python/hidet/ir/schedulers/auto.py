@@ -18,8 +18,9 @@ threads (lowering.py).
   reductions a block per output element.
 - CUDA, small reductions (at most SMALL_REDUCE elements — a pooling or depthwise 3x3 window — over
   enough outputs to fill the GPU): one thread per output element, reducing alone; where the window's reads
-  are contiguous along the output's innermost dimension (channels-last pooling), one thread per 16 bytes of
-  outputs with a vector load per window position (vectorize.py).
+  are contiguous along the output's innermost dimension (channels-last pooling, depthwise convolutions), one
+  thread per 16 bytes of outputs with a vector load per window position (vectorize.py), in narrower vectors
+  where the outputs are few, so that SMALL_REDUCE_MIN_OUTPUTS threads still run.
 - Row-broadcast outputs (normalizations, softmax: reductions over a row read by each element of the row,
   lowering.row_split): a block (CPU: a thread) per row computes the row's reductions once, then writes the
   row's elements. On CUDA, where the row's extents are static and every reduction is over the row, a warp
@@ -386,7 +387,8 @@ def _output_kernel(task: Task, out: TensorNode, out_param: Var, params: Dict[int
         return _injective(name, all_params, out_param, value, axes, out.shape, lowering)
     if largest <= SMALL_REDUCE and prod(out.shape) >= SMALL_REDUCE_MIN_OUTPUTS:
         scalar = _cuda_thread(name, all_params, out_param, value, axes, out.shape, lowering)
-        vector = vectorized_small_reductions(name, all_params, out_param, value, axes, out.shape, Lowering(params))
+        vector = vectorized_small_reductions(name, all_params, out_param, value, axes, out.shape, Lowering(params),
+                                             min_threads=SMALL_REDUCE_MIN_OUTPUTS)
         return _with_fallback(vector, scalar)
     if reduce_style(value, axes, out.shape) == 'column':
         cols, rows = _column_shape(prod(out.shape), largest, value)

@@ -179,10 +179,11 @@ class LanePlan:
         return self.keys[key]
 
 
-def _plans(values: List[Expr], last: Var, width: int, out_bytes: int) -> Optional[List[LanePlan]]:
+def _plans(values: List[Expr], last: Var, width: int, out_bytes: int, max_lanes: int = VECTOR_BYTES
+           ) -> Optional[List[LanePlan]]:
     """Plans of ``values`` in the lanes they all allow (as many as fill 16 bytes of the output and of the widest
-    vector read, dividing ``width``), or None."""
-    lanes = VECTOR_BYTES // out_bytes
+    vector read, dividing ``width``, at most ``max_lanes``), or None."""
+    lanes = min(VECTOR_BYTES // out_bytes, max_lanes)
     while True:
         while lanes > 1 and width % lanes:
             lanes //= 2
@@ -223,21 +224,25 @@ def vectorized_outputs(name: str, params: List[Var], outputs: List[Tuple[Var, Ex
 
 
 def vectorized_small_reductions(name: str, params: List[Var], out_param: Var, value: Expr, axes, shape,
-                                lowering: Lowering) -> Optional[Function]:
+                                lowering: Lowering, min_threads: int = 1) -> Optional[Function]:
     """The kernel of an output reading small reductions (auto.SMALL_REDUCE elements at most, none nested in
     another, static extents) in vectors of consecutive outputs of the innermost dimension: per reduction, a
     thread keeps a vector of accumulators and at each reduced position (an unrolled loop) reads the term's
     vector reads with one load each, guarded where the term reads under the window's bounds (channels-last
     pooling: ``V`` channels of a window position in one 16-byte load, where a thread per output read 2 bytes
     at a time). None where no term reads a vector (an NCHW window: its reads stride along the output) or a
-    value does not vectorize."""
+    value does not vectorize. ``min_threads``: vectors of fewer lanes where the outputs are few, so that at least
+    as many threads run as that (2 lanes at least; else None)."""
     reduces = top_reduces(value)
     if not shape or not all(is_static(s) for s in shape) or prod(shape) == 0 or not reduces or \
             any(collect(r.value, ReduceCompute) or not all(is_static(s) for s in r.shape) for r in reduces):
         return None
     accs = [Var(f'acc{i}', r.acc_dtype) for i, r in enumerate(reduces)]
     outer = rewrite(value, lambda e: None, {id(r): _finished(r, acc) for r, acc in zip(reduces, accs)})
-    plans = _plans([outer] + [r.value for r in reduces], axes[-1], shape[-1], out_param.dtype.nbytes)
+    max_lanes = VECTOR_BYTES
+    while max_lanes > 1 and prod(shape) // max_lanes < min_threads:
+        max_lanes //= 2
+    plans = _plans([outer] + [r.value for r in reduces], axes[-1], shape[-1], out_param.dtype.nbytes, max_lanes)
     if plans is None or not any(plan.vectors for plan in plans[1:]):
         return None
     lanes = plans[0].lanes
