@@ -17,7 +17,9 @@
 #          $LOG_DIR/suite), resnet50 (its 22 convolutions at batch 32 against cuDNN, bare and with a residual
 #          block's epilogue, then the model at batch 32 with its kernel table), tuned (max-autotune against
 #          inductor's, one model at a time: TUNED_MODELS, TUNED_TIMEOUT each; resumes from $LOG_DIR/tuned; and each
-#          model's tuned tasks, default config against the best found: tuning_<model>.log).
+#          model's tuned tasks, default config against the best found: tuning_<model>.log), ab (AB_COMMAND run on
+#          this tree, then again with AB_PATCH applied and the package reinstalled: a branch against main in one
+#          call; AB_TIMEOUT each).
 #          Default: core bench.
 #   TEST_TIMEOUT=360 MODELS_TIMEOUT=480 BENCH_TIMEOUT=120 REPORT_MODELS=resnet18,...
 #
@@ -131,6 +133,18 @@ for stage in $STAGES; do
         (cd /tmp && python3 -m hidet cache tuning --level 2 --since "$since") > "$LOG_DIR/tuning_$model.log" 2>&1
         tail -1 "$LOG_DIR/tuning_$model.log"
       done ;;
+    ab)
+      # the same command before and after a patch (a branch's diff: git diff main BRANCH > change.patch), in one
+      # call, on one machine: timings compare only there
+      [ -f "${AB_PATCH:-}" ] && [ -n "${AB_COMMAND:-}" ] || { echo "ab: set AB_PATCH (a file) and AB_COMMAND"; exit 2; }
+      echo "== A (this tree): $AB_COMMAND"
+      (cd /tmp && timeout "${AB_TIMEOUT:-240}" bash -c "$AB_COMMAND") 2>&1 | grep -v "it/s\]" | tee "$LOG_DIR/ab_a.log" | tail -30
+      apply() { if command -v patch > /dev/null; then patch -p1 "$@"; else git apply "$@"; fi; }
+      apply < "$AB_PATCH" > "$LOG_DIR/ab_patch.log" 2>&1 || { cat "$LOG_DIR/ab_patch.log"; exit 1; }
+      python3 -m pip install --no-build-isolation --no-deps -q . >> "$LOG_DIR/install.log" 2>&1 || exit 1
+      echo "== B (patched with $AB_PATCH): $AB_COMMAND"
+      (cd /tmp && timeout "${AB_TIMEOUT:-240}" bash -c "$AB_COMMAND") 2>&1 | grep -v "it/s\]" | tee "$LOG_DIR/ab_b.log" | tail -30
+      apply -R < "$AB_PATCH" > /dev/null 2>&1 ;;
     *) echo "unknown stage $stage"; status=1 ;;
   esac
 done
