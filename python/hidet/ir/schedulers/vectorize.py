@@ -15,10 +15,10 @@ Each read of an input is classified by how its flat index varies along the inner
   transpose, an NCHW input made channels-last: consecutive threads then read consecutive memory of each lane's
   row, and the store is still one vector), an index loaded per element.
 
-Small reductions over many outputs (a pooling window, at most auto.SMALL_REDUCE elements) whose reads are
-contiguous along the output's innermost dimension (channels-last pooling) vectorize the same way
-(``vectorized_small_reductions``): each thread keeps ``V`` accumulators and reads each window position's
-``V`` channels with one guarded vector load.
+Small reductions over many outputs (a window of at most auto.SMALL_REDUCE elements) whose reads are
+contiguous along the output's innermost dimension (channels-last pooling and depthwise convolutions)
+vectorize the same way (``vectorized_small_reductions``): each thread keeps ``V`` accumulators and reads each
+window position's ``V`` channels with one guarded vector load.
 
 Buffers need ``V`` × element-size alignment too: the launcher checks the pointers and runs the scalar
 kernel (``Function.fallback``) when one is not aligned (e.g. a torch view at an odd offset).
