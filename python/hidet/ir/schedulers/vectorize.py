@@ -33,8 +33,8 @@ from hidet.ir.expr import (Binary, BufferLoad, Call, Cast, Constant, Expr, Selec
                            call, cast, is_static, logical_and, logical_not)
 from hidet.ir.functors import collect, merge_divmod, rewrite, substitute
 from hidet.ir.schedulers.analysis import depends_on, linear, structural_key
-from hidet.ir.schedulers.lowering import (CUDA_BLOCK, Lowering, flat_index, grid_size, prod, reduce_combine, reduce_init,
-                                          top_reduces, unflatten)
+from hidet.ir.schedulers.lowering import (CUDA_BLOCK, Lowering, flat_index, grid_size, prod, reduce_combine,
+                                          reduce_init, top_reduces, unflatten)
 from hidet.ir.stmt import Declare, For, Function, If, Seq, Stmt, Store, VectorCopy
 from hidet.ir.type import TensorType
 
