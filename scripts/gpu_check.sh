@@ -15,8 +15,8 @@
 #          table, serving from C++ against Python, ONNX models against onnxruntime), suite (every model against
 #          inductor reduce-overhead and eager, compiled cold: latency, compile time, accuracy; resumes from
 #          $LOG_DIR/suite), resnet50 (its 22 convolutions at batch 32 against cuDNN, bare and with a residual
-#          block's epilogue, then the model at batch 32 with its kernel table), tuned (max-autotune against
-#          inductor's, one model at a time: TUNED_MODELS, TUNED_TIMEOUT each; resumes from $LOG_DIR/tuned; and each
+#          block's epilogue, then the model at batch 32 with its kernel table), tuned (hidet default and tuned
+#          against inductor's reduce-overhead and max-autotune in one run, one model at a time: TUNED_MODELS, TUNED_TIMEOUT each; resumes from $LOG_DIR/tuned; and each
 #          model's tuned tasks, default config against the best found: tuning_<model>.log), ab (AB_COMMAND run on
 #          this tree, then again with AB_PATCH applied and the package reinstalled: a branch against main in one
 #          call; AB_TIMEOUT each).
@@ -126,7 +126,8 @@ for stage in $STAGES; do
       echo "== max-autotune against inductor's, one model at a time"
       for model in ${TUNED_MODELS:-resnet50 gpt2 bert vit_b_16}; do
         since=$(date '+%Y-%m-%d %H:%M:%S')
-        (cd /tmp && python3 -m hidet bench suite --mode max-autotune --backends hidet,inductor-ma --repeat 50 \
+        # hidet default and tuned (hidet-ma) against inductor's reduce-overhead and max-autotune, in one run
+        (cd /tmp && python3 -m hidet bench suite --backends hidet,hidet-ma,inductor-ro,inductor-ma --repeat 50 \
            --timeout "${TUNED_TIMEOUT:-540}" --models "$model" --out "$LOG_DIR/tuned") 2>&1 \
            | tee -a "$LOG_DIR/bench_tuned.log" | tail -14
         # each tuned task's default config (level 0) against the best candidate tuning found

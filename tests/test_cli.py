@@ -129,6 +129,45 @@ def test_bench_model_checks_each_backend(monkeypatch, capsys):
     assert rc == 0 and 0 <= results['hidet']['max_error'] < 1e-4
 
 
+def test_bench_model_times_hidet_default_and_tuned_in_one_run(monkeypatch, capsys):
+    """hidet-ma (hidet tuned, max-autotune) beside hidet in one run: both results checked against float32, and
+    --space / --mode, which would set both, refused with it."""
+    import torch
+
+    from hidet.cli import models
+
+    def small_model(name, batch, seq, device, dtype):
+        torch.manual_seed(0)
+        model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 4))
+        return model.eval().to(device=device, dtype=dtype), [torch.randn(batch, 8, dtype=dtype, device=device)]
+
+    monkeypatch.setattr(models, 'make_model', small_model)
+    args = ['bench', 'model', 'mlp', '--batch', '3', '--device', 'cpu', '--dtype', 'f32', '--warmup', '1',
+            '--repeat', '2']
+    rc = main(args + ['--backends', 'hidet,hidet-ma', '--json'])
+    out = capsys.readouterr().out
+    results = json.loads(out.split('JSON ', 1)[1])['results']
+    assert rc == 0 and set(results) == {'hidet', 'hidet-ma'}
+    assert all(0 <= r['max_error'] < 1e-4 for r in results.values())
+    with pytest.raises(SystemExit, match='hidet-ma is hidet tuned'):
+        main(args + ['--backends', 'hidet,hidet-ma', '--space', '2'])
+
+
+def test_suite_compares_inductor_max_autotune_with_tuned_hidet():
+    from hidet.cli.suite import table
+
+    def result(ms):
+        return {'ms': ms, 'compile_s': 1.0}
+
+    results = {'bert': {'results': {'hidet': result(0.6), 'hidet-ma': result(0.5), 'inductor-ro': result(0.9),
+                                    'inductor-ma': result(0.8)}}}
+    lines = table(results, 'title').splitlines()
+    head, row = ([cell.strip() for cell in line.strip('|').split('|')] for line in (lines[2], lines[4]))
+    ratios = dict(zip(head[-3:], row[-3:]))
+    assert ratios == {'hidet speed-up over hidet-ma': '0.83x', 'hidet speed-up over inductor-ro': '1.50x',
+                      'hidet-ma speed-up over inductor-ma': '1.60x'}, ratios
+
+
 def test_bench_profile_and_default_backends(capsys):
     # on a CPU-only machine: the device defaults to the CPU and the baselines to eager and inductor's default mode
     rc = main(['bench', 'matmul', '16', '8', '4', '--dtype', 'f32', '--warmup', '1', '--repeat', '2', '--profile',

@@ -61,14 +61,17 @@ def scale(ref) -> float:
 
 
 def verdict(errors: Dict[str, Optional[float]], ref_scale: float, tol: float) -> Optional[str]:
-    """None where hidet's error is within ``tol * ref_scale`` of eager's, else what is wrong, in words."""
-    hidet_error, eager_error = errors.get('hidet'), errors.get('eager') or 0.0
-    if 'hidet' not in errors:
-        return None
-    if hidet_error is None:
-        return "hidet's outputs do not match the reference's in number or shape"
+    """None where each hidet backend's error (``hidet``, ``hidet-ma``) is within ``tol * ref_scale`` of eager's,
+    else what is wrong, in words."""
+    eager_error = errors.get('eager') or 0.0
     allowed = eager_error + tol * ref_scale
-    if not hidet_error <= allowed:  # (NaN and inf fail too)
-        return (f"hidet's result is off: its largest error against float32 is {hidet_error:.4g}, eager's "
-                f'{eager_error:.4g}, on outputs as large as {ref_scale:.4g} (at most {allowed:.4g} allowed)')
+    for name in ('hidet', 'hidet-ma'):
+        if name not in errors:
+            continue
+        error = errors[name]
+        if error is None:
+            return f"{name}'s outputs do not match the reference's in number or shape"
+        if not error <= allowed:  # (NaN and inf fail too)
+            return (f"{name}'s result is off: its largest error against float32 is {error:.4g}, eager's "
+                    f'{eager_error:.4g}, on outputs as large as {ref_scale:.4g} (at most {allowed:.4g} allowed)')
     return None

@@ -5,7 +5,9 @@ repeats of the backends interleaved in rounds (_interleaved_medians). Compile ti
 optimize + build; inductor: the first torch.compile call). Ratios > 1 mean hidet is faster. Baselines: ``eager``;
 ``inductor`` (torch.compile's default mode, no CUDA graphs), ``inductor-ro`` (reduce-overhead: CUDA graphs, the
 baseline of hidet's default, which replays CUDA graphs too) and ``inductor-ma`` (max-autotune, the baseline of a
-tuned hidet). ``--profile`` prints each backend's kernels of one call from torch.profiler (time per call, launches,
+tuned hidet). ``hidet-ma`` is hidet tuned (max-autotune: search space 2, CUDA graphs) beside ``hidet`` (its
+``--mode``, default search space 0) in the same run: ``inductor-ma`` is then compared with it, and the ``hidet-ma``
+row shows whether tuning gained in the model. ``--profile`` prints each backend's kernels of one call from torch.profiler (time per call, launches,
 share; on the GPU also how much of the latency lies outside them: the host's work and the GPU idle between
 launches). Each backend's first result is checked against float32 (``hidet.cli.accuracy``): a hidet result less
 accurate than eager's beyond the dtype's tolerance fails the command (exit 1, the reason on stderr) after printing
@@ -28,7 +30,8 @@ from typing import Callable, Dict, List, Optional, Tuple
 import hidet
 from hidet.cli import accuracy, models, suite
 
-BACKENDS = ('hidet', 'eager', 'inductor', 'inductor-ro', 'inductor-ma')
+BACKENDS = ('hidet', 'hidet-ma', 'eager', 'inductor', 'inductor-ro', 'inductor-ma')
+
 # torch.compile's mode of each inductor baseline
 _INDUCTOR_MODES = {'inductor': None, 'inductor-ro': 'reduce-overhead', 'inductor-ma': 'max-autotune'}
 _DTYPES = {'f16': 'float16', 'float16': 'float16', 'bf16': 'bfloat16', 'bfloat16': 'bfloat16', 'f32': 'float32',
@@ -250,6 +253,9 @@ def _backends(args) -> List[str]:
     unknown = sorted(set(backends) - set(BACKENDS))
     if unknown:
         raise SystemExit(f'hidet bench: unknown backend(s) {unknown}; choose from {", ".join(BACKENDS)}')
+    if 'hidet-ma' in backends and (args.space is not None or getattr(args, 'mode', None)):
+        raise SystemExit('hidet bench: hidet-ma is hidet tuned (max-autotune); --space and --mode set the hidet '
+                         'backend and would apply to both (drop them, or hidet-ma)')
     return backends
 
 
@@ -304,10 +310,10 @@ def _run(args) -> int:
             fn, inputs, build_hidet, hidet_result, flops, title = _op_case(args)
             title += ' tf32' if args.tf32 else ''
             runners = {'eager': lambda: (lambda: fn(*inputs)),
-                       'hidet': lambda: build_hidet(args.space or 0)}
+                       'hidet': lambda: build_hidet(args.space or 0), 'hidet-ma': lambda: build_hidet(2)}
             for name, mode in _INDUCTOR_MODES.items():
                 runners[name] = lambda mode=mode: (lambda f=torch.compile(fn, mode=mode): f(*inputs))
-            results_as_torch = {'hidet': hidet_result}
+            results_as_torch = {'hidet': hidet_result, 'hidet-ma': hidet_result}
             reference = _reference(fn, inputs)
         else:
             model, inputs, title = _model_case(args)
@@ -320,7 +326,8 @@ def _run(args) -> int:
                 f = torch.compile(model, backend=backend, mode=mode)
                 return lambda: f(*inputs)
 
-            runners = {'eager': lambda: (lambda: model(*inputs)), 'hidet': lambda: compiled('hidet', args.mode)}
+            runners = {'eager': lambda: (lambda: model(*inputs)), 'hidet': lambda: compiled('hidet', args.mode),
+                       'hidet-ma': lambda: compiled('hidet', 'max-autotune')}
             for name, mode in _INDUCTOR_MODES.items():
                 runners[name] = lambda mode=mode: compiled('inductor', mode)
             results_as_torch = {}
@@ -349,13 +356,13 @@ def _run(args) -> int:
             results[backend] = (medians[backend], compile_times[backend])
             if args.profile is not None:
                 profiles[backend] = _profile(call, args.device, top=args.profile)
-    hidet_ms = results['hidet'][0] if 'hidet' in results else None
     rows = []
     for backend, (ms, compile_s) in results.items():
         row = [backend, f'{ms:.4f}']
         if flops is not None:
             row.append(f'{flops / ms / 1e9:.3g}')
-        row.append(f'{ms / hidet_ms:.2f}x' if hidet_ms and backend != 'hidet' else '')
+        ours = results.get(suite.paired_hidet(backend, results), (None,))[0]
+        row.append(f'{ms / ours:.2f}x' if ours and backend != 'hidet' else '')
         row.append(f'{compile_s:.1f}')
         row.append('?' if errors[backend] is None else f'{errors[backend]:.3g}')
         row.append('?' if rms.get(backend) is None else f'{rms[backend]:.3g}')
