@@ -7,9 +7,9 @@ optimize + build; inductor: the first torch.compile call). Ratios > 1 mean hidet
 baseline of hidet's default, which replays CUDA graphs too) and ``inductor-ma`` (max-autotune, the baseline of a
 tuned hidet). ``hidet-ma`` is hidet tuned (max-autotune: search space 2, CUDA graphs) beside ``hidet`` (its
 ``--mode``, default search space 0) in the same run: ``inductor-ma`` is then compared with it, and the ``hidet-ma``
-row shows whether tuning gained in the model. ``--profile`` prints each backend's kernels of one call from torch.profiler (time per call, launches,
-share; on the GPU also how much of the latency lies outside them: the host's work and the GPU idle between
-launches). Each backend's first result is checked against float32 (``hidet.cli.accuracy``): a hidet result less
+row shows whether tuning gained in the model. ``--profile`` prints each backend's kernels of one call from
+torch.profiler (time per call, launches, share; on the GPU also how much of the latency lies outside them: the
+host's work and the GPU idle between launches). Each backend's first result is checked against float32 (``hidet.cli.accuracy``): a hidet result less
 accurate than eager's beyond the dtype's tolerance fails the command (exit 1, the reason on stderr) after printing
 the table.
 ``hidet bench suite`` (suite.py) runs ``bench model`` over a list of models.
@@ -31,7 +31,6 @@ import hidet
 from hidet.cli import accuracy, models, suite
 
 BACKENDS = ('hidet', 'hidet-ma', 'eager', 'inductor', 'inductor-ro', 'inductor-ma')
-
 # torch.compile's mode of each inductor baseline
 _INDUCTOR_MODES = {'inductor': None, 'inductor-ro': 'reduce-overhead', 'inductor-ma': 'max-autotune'}
 _DTYPES = {'f16': 'float16', 'float16': 'float16', 'bf16': 'bfloat16', 'bfloat16': 'bfloat16', 'f32': 'float32',
