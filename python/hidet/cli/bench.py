@@ -9,9 +9,9 @@ tuned hidet). ``hidet-ma`` is hidet tuned (max-autotune: search space 2, CUDA gr
 ``--mode``, default search space 0) in the same run: ``inductor-ma`` is then compared with it, and the ``hidet-ma``
 row shows whether tuning gained in the model. ``--profile`` prints each backend's kernels of one call from
 torch.profiler (time per call, launches, share; on the GPU also how much of the latency lies outside them: the
-host's work and the GPU idle between launches). Each backend's first result is checked against float32 (``hidet.cli.accuracy``): a hidet result less
-accurate than eager's beyond the dtype's tolerance fails the command (exit 1, the reason on stderr) after printing
-the table.
+host's work and the GPU idle between launches). Each backend's first result is checked against float32
+(``hidet.cli.accuracy``): a hidet result less accurate than eager's beyond the dtype's tolerance fails the command
+(exit 1, the reason on stderr) after printing the table.
 ``hidet bench suite`` (suite.py) runs ``bench model`` over a list of models.
 """
 from __future__ import annotations
