@@ -154,6 +154,20 @@ def test_a_python_number_that_changes_between_calls():
         assert_close(compiled(x, t).float(), f(x, t).float(), 2e-3, 2e-3)
 
 
+def test_in_place_updates_of_inputs_are_written_back():
+    """The caller's CUDA tensor takes the update after each replay of the CUDA graph (from its output buffer)."""
+    def f(x):
+        x.mul_(2).add_(1)
+        return x * 3
+
+    x = torch.randn(4, 8, device='cuda').half()
+    x_eager = x.clone()
+    compiled = torch.compile(f, backend='hidet')
+    for _ in range(3):
+        assert_close(compiled(x).float(), f(x_eager).float(), 1e-2, 1e-2)
+        assert_close(x.float(), x_eager.float(), 1e-2, 1e-2)
+
+
 # ---------------------------------------------------------------- the target models (random weights)
 VISION = ['resnet18', 'resnet50', 'mobilenet_v2', 'efficientnet_b0', 'vit_b_16', 'convnext_tiny']
 

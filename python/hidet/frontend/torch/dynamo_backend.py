@@ -119,6 +119,8 @@ class _Compiled:
         self.device: Optional[torch.device] = None
         self.moves: List[Optional[bool]] = []  # per real input: None (not a tensor), moves to the device or not
         self.state = _State(())  # the model-state tensors (parameters, buffers) it was built from, baked in
+        # (position in the call's arguments, graph output): inputs the graph updates in place, copied back after a run
+        self.write_back: List[Tuple[int, int]] = []
         self.outputs = _structure_builder(out_spec)  # callable(graph outputs) → the output structure
 
 
@@ -254,9 +256,10 @@ class CompiledFx:
         return compiled
 
     def optimized_graph(self, args: Sequence[Any], times: Optional[logs.StageTimes] = None):
-        """(optimized FlowGraph or None, output structure with _Out leaves, number of graph outputs) of the
-        fx graph on ``args``: interpreted on symbolic hidet tensors, traced and optimized, not built
-        (``times``: the two stages timed)."""
+        """(optimized FlowGraph or None, output structure with _Out leaves, number of graph outputs, write-backs)
+        of the fx graph on ``args``: interpreted on symbolic hidet tensors, traced and optimized, not built
+        (``times``: the two stages timed). A write-back ``(position, output)``: graph input ``args[position]``,
+        updated in place by the graph, takes the graph output ``output`` after each run."""
         def stage(name):
             return times.stage(name) if times is not None else contextlib.nullcontext()
 
@@ -276,8 +279,10 @@ class CompiledFx:
             return v
 
         out_spec = map_structure(result, spec)
+        write_back = [(position, spec(value).index) for position, value in interp.input_updates
+                      if isinstance(value, Tensor) and value is not values[position]]
         if not graph_outputs:
-            return None, out_spec, 0
+            return None, out_spec, 0, []
         config = self.config
         flow_graph = hidet.trace_from(graph_outputs, symbols)
         dump = self._dump_dir()
@@ -296,7 +301,7 @@ class CompiledFx:
                 optimized = hidet.graph.optimize(flow_graph, self.options)
         if dump:
             _write(dump, 'flow_graph_optimized.txt', str(optimized))
-        return optimized, out_spec, len(graph_outputs)
+        return optimized, out_spec, len(graph_outputs), write_back
 
     def _build(self, args: Sequence[Any]) -> _Compiled:
         log = logs.logger('frontend')
@@ -306,7 +311,7 @@ class CompiledFx:
         if log.isEnabledFor(logging.DEBUG):
             log.debug('graph %d:\n%s', self.graph_id, self.gm.code)
         times = logs.StageTimes()
-        optimized, out_spec, num_outputs = self.optimized_graph(args, times)
+        optimized, out_spec, num_outputs, write_back = self.optimized_graph(args, times)
         if optimized is None:
             return _Compiled(lambda inputs: [], out_spec, 0)
         with times.stage('build'):
@@ -319,7 +324,9 @@ class CompiledFx:
         runner = compiled_graph.run
         if self.config.use_cuda_graph and compiled_graph.target == 'cuda':
             runner = compiled_graph.cuda_graph().run
-        return _Compiled(runner, out_spec, num_outputs, optimized, compiled_graph)
+        compiled = _Compiled(runner, out_spec, num_outputs, optimized, compiled_graph)
+        compiled.write_back = write_back
+        return compiled
 
     def _dump_dir(self) -> Optional[str]:
         if not self.config.dump_graph_ir:
@@ -351,6 +358,8 @@ class CompiledFx:
         inputs = [_contiguous(a.to(device) if move else a)
                   for a, move in zip(self._inputs(args), compiled.moves) if move is not None]
         outs = compiled.runner(inputs) if compiled.num_graph_outputs else []
+        for position, out in compiled.write_back:  # (graph inputs updated in place: the caller's tensors)
+            args[position].copy_(outs[out])
         return compiled.outputs(outs)
 
     def _builds(self) -> List[_Compiled]:

@@ -55,7 +55,12 @@ def compile_to_file(model, example_inputs: Sequence[torch.Tensor], path: str, *,
     unsupported = compiled_fx.check(args)
     if unsupported:
         raise compiled_fx.unsupported_error(args, unsupported)
-    flow_graph, out_spec, num_outputs = compiled_fx.optimized_graph(args)
+    flow_graph, out_spec, num_outputs, write_back = compiled_fx.optimized_graph(args)
+    if write_back:
+        names = [n.name for n in gm.graph.nodes if n.op == 'placeholder']
+        raise ValueError(f'compile_to_file: the model updates its input(s) {[names[p] for p, _ in write_back]} in '
+                         'place; an artifact has outputs only and cannot write back into its caller\'s tensors: '
+                         'return the updated tensor instead')
     if flow_graph is None:
         raise ValueError('compile_to_file: the model returns no tensor computed from its inputs; nothing to compile')
     leaves: List[Any] = []

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import operator
-from typing import Any, Callable, Dict, List, Optional, Sequence
+from typing import Any, Callable, Dict, List, Optional, Sequence, Set, Tuple
 
 import torch
 import torch.fx
@@ -120,6 +120,9 @@ class Interpreter:
         self._dynamic: Dict[int, Tensor] = {}         # concrete tensors computed from graph inputs
         self._modules: Dict[str, HidetModule] = {}
         self.reasons: Dict[str, str] = {}
+        # of the last run: (placeholder position, final value) of each graph input updated in place, which the
+        # compiled function writes back to the caller's tensor
+        self.input_updates: List[Tuple[int, Any]] = []
 
     # ------------------------------------------------------------------ constants
     def to_constant(self, t: torch.Tensor) -> Tensor:
@@ -176,6 +179,10 @@ class Interpreter:
             env[node] = value
             if dynamic is not None and dynamic[i]:
                 self.mark_dynamic(value)
+        # the real inputs (not model state): an in-place update of one is written back to the caller's tensor
+        writable = {node for node, value in zip(placeholders, inputs) if isinstance(value, Tensor)
+                    and self.is_dynamic(value)}
+        updated: List[torch.fx.Node] = []
         unsupported: List[torch.fx.Node] = []
         aliases: Dict[torch.fx.Node, List[torch.fx.Node]] = {}  # node → the nodes naming its tensor (in-place calls)
         reasons = self.reasons = {}  # node name → why its conversion declined (kept for the error of a check)
@@ -213,7 +220,9 @@ class Interpreter:
                 folded = not self.is_dynamic((args, kwargs))
                 try:
                     if _is_inplace(node, self.registry):  # (also on constants: a buffer's counter is the caller's)
-                        _check_inplace_target(node, order)
+                        written = _check_inplace_target(node, order, writable)
+                        if written is not None and written not in updated:
+                            updated.append(written)
                     if folded:
                         value = self._fold(node, args, kwargs)
                     else:
@@ -244,6 +253,7 @@ class Interpreter:
             return unsupported
         if unsupported:
             raise self.unsupported_error(unsupported, reasons)
+        self.input_updates = [(placeholders.index(p), env[p]) for p in updated]
         return result
 
     def check(self, inputs: Sequence[Any], dynamic: Optional[Sequence[bool]] = None) -> List[torch.fx.Node]:
@@ -407,19 +417,25 @@ class InPlaceUpdateOfShared(NotImplementedError):
         self.views, self.eager_ok = list(views), eager_ok
 
 
-def _check_inplace_target(node: torch.fx.Node, order: Dict[torch.fx.Node, int]) -> None:
+def _check_inplace_target(node: torch.fx.Node, order: Dict[torch.fx.Node, int],
+                          inputs: Set[torch.fx.Node]) -> Optional[torch.fx.Node]:
     """In-place calls are converted by rebinding their target to the new value, which is right when nothing
-    else sees the target's memory. Declined (InPlaceUpdateOfShared) where torch would change more: a graph
-    input's memory (the caller's tensor), or a view whose base (or another view of it) is read after the call."""
+    else sees the target's memory. A whole graph input of ``inputs`` (a real input, not model state) is returned:
+    the caller's tensor, which the compiled function writes back after running (Interpreter.input_updates).
+    Declined (InPlaceUpdateOfShared) where torch would change more: model state (baked into the build), a view of
+    a graph input, or a view whose base (or another view of it) is read after the call."""
     target = node.args[0] if node.args and isinstance(node.args[0], torch.fx.Node) else None
     if target is None:
-        return
+        return None
     views, root = [], target
     while _view_base(root) is not None:
         views.append(root)
         root = _view_base(root)
+    if root.op == 'placeholder' and root in inputs and not views:
+        return root
     if root.op == 'placeholder':
-        raise InPlaceUpdateOfShared(f'in-place update of the graph input {root.name!r}' +
+        what = 'the graph input' if root in inputs else 'model state (a parameter or buffer, baked into the build)'
+        raise InPlaceUpdateOfShared(f'in-place update of {what} {root.name!r}' +
                                     (f' through {target.name!r}' if views else '') +
                                     ' (the caller\'s tensor changes): not supported; update a copy, or enable '
                                     'fallback_to_eager', views, eager_ok=True)
