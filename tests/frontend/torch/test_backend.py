@@ -227,6 +227,35 @@ def test_in_place_updates_of_inputs_are_written_back():
     assert (z >= 0).all() and (z > 0).any()
 
 
+def test_a_key_value_cache_passed_in_is_updated_at_each_step():
+    """A decoder step writing its key and value into caches passed in at a position (HF's StaticCache:
+    index_copy_), then attending over them: one build serves every step, and the caller's caches match eager's
+    after each (HF generate with cache_implementation='static' declined before the write-back)."""
+    from .utils import CountingBackend
+
+    class Step(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.qkv = nn.Linear(16, 48)
+
+        def forward(self, x, k_cache, v_cache, pos):
+            q, k, v = self.qkv(x).chunk(3, -1)
+            k_cache.index_copy_(1, pos, k)
+            v_cache.index_copy_(1, pos, v)
+            return torch.softmax(q @ k_cache.transpose(1, 2) / 4, -1) @ v_cache
+
+    torch.manual_seed(0)
+    step, backend = Step().eval(), CountingBackend()
+    compiled = torch.compile(step, backend=backend)
+    caches, eager_caches = [torch.zeros(1, 6, 16) for _ in range(2)], [torch.zeros(1, 6, 16) for _ in range(2)]
+    with torch.no_grad():
+        for t in range(4):
+            x, pos = torch.randn(1, 1, 16), torch.tensor([t])
+            assert_close(compiled(x, *caches, pos), step(x, *eager_caches, pos))
+            assert_close(caches, eager_caches)
+    assert backend.builds == 1
+
+
 def test_an_artifact_refuses_a_model_that_updates_its_input(tmp_path):
     from hidet.torch import compile_to_file
 
