@@ -138,11 +138,12 @@ def test_bench_model_times_hidet_default_and_tuned_in_one_run(monkeypatch, capsy
 
     def small_model(name, batch, seq, device, dtype):
         torch.manual_seed(0)
-        model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 4))
+        # (shapes of its own: a kernel another test's build expects to compile is not loaded here first)
+        model = torch.nn.Sequential(torch.nn.Linear(8, 24), torch.nn.ReLU(), torch.nn.Linear(24, 6))
         return model.eval().to(device=device, dtype=dtype), [torch.randn(batch, 8, dtype=dtype, device=device)]
 
     monkeypatch.setattr(models, 'make_model', small_model)
-    args = ['bench', 'model', 'mlp', '--batch', '3', '--device', 'cpu', '--dtype', 'f32', '--warmup', '1',
+    args = ['bench', 'model', 'mlp', '--batch', '5', '--device', 'cpu', '--dtype', 'f32', '--warmup', '1',
             '--repeat', '2']
     rc = main(args + ['--backends', 'hidet,hidet-ma', '--json'])
     out = capsys.readouterr().out
