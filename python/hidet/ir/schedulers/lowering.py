@@ -126,6 +126,14 @@ def reduce_combine(kind: str, acc: Expr, value: Expr) -> Expr:
     return binary(kind, acc, value)
 
 
+def reduce_result(r: ReduceCompute, acc: Expr) -> Expr:
+    """Reduction ``r``'s value from its accumulator ``acc``: a mean divided by the count, cast to ``r``'s dtype."""
+    if r.kind == 'mean':
+        extent = prod(r.shape)
+        acc = binary('/', acc, Constant(extent, r.acc_dtype) if is_static(extent) else cast(extent, r.acc_dtype))
+    return cast(acc, r.dtype)
+
+
 def combine_name(kind: str) -> str:
     return {'mean': 'sum', 'any': 'or', 'all': 'and'}.get(kind, kind)
 
@@ -230,10 +238,6 @@ class Lowering:
             cols, rows = self.column[:2]
             stmts.append(Assign(acc, call(f'hidet_column_reduce_{combine_name(r.kind)}', acc, cols, rows,
                                           dtype=r.acc_dtype)))
-        result: Expr = acc
-        if r.kind == 'mean':
-            count = Constant(extent, r.acc_dtype) if is_static(extent) else cast(extent, r.acc_dtype)
-            result = binary('/', result, count)
-        result = cast(result, r.dtype)
+        result = reduce_result(r, acc)
         self.scopes[-1][key] = result
         return result

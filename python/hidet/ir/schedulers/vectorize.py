@@ -29,12 +29,12 @@ from typing import Callable, Dict, List, Optional, Tuple
 
 from hidet.ir.compute import ReduceCompute
 from hidet.ir.dtypes import int64
-from hidet.ir.expr import (Binary, BufferLoad, Call, Cast, Constant, Expr, Select, TensorElement, Unary, Var, binary,
-                           call, cast, is_static, logical_and, logical_not)
+from hidet.ir.expr import (Binary, BufferLoad, Call, Cast, Constant, Expr, Select, TensorElement, Unary, Var, call,
+                           is_static, logical_and, logical_not)
 from hidet.ir.functors import collect, merge_divmod, rewrite, substitute
 from hidet.ir.schedulers.analysis import depends_on, linear, structural_key
 from hidet.ir.schedulers.lowering import (CUDA_BLOCK, Lowering, flat_index, grid_size, prod, reduce_combine,
-                                          reduce_init, top_reduces, unflatten)
+                                          reduce_init, reduce_result, top_reduces, unflatten)
 from hidet.ir.stmt import Declare, For, Function, If, Seq, Stmt, Store, VectorCopy
 from hidet.ir.type import TensorType
 
@@ -80,9 +80,9 @@ class LanePlan:
         """``e`` planned; ``cond``: False (read unconditionally), True (under a condition that may vary by lane)
         or the tuple of lane-uniform conditions it is read under."""
         key = (id(e), cond if isinstance(cond, bool) else tuple(id(c) for c in cond))
-        if not isinstance(cond, bool):
-            self.held.append(cond)  # (alive while the plan is: its ids key the memo)
         if key not in self.memo:
+            if not isinstance(cond, bool):
+                self.held.append(cond)  # (alive while the plan is: its ids key the memo)
             self.memo[key] = self._visit(e, cond)
         return self.memo[key]
 
@@ -238,7 +238,7 @@ def vectorized_small_reductions(name: str, params: List[Var], out_param: Var, va
             any(collect(r.value, ReduceCompute) or not all(is_static(s) for s in r.shape) for r in reduces):
         return None
     accs = [Var(f'acc{i}', r.acc_dtype) for i, r in enumerate(reduces)]
-    outer = rewrite(value, lambda e: None, {id(r): _finished(r, acc) for r, acc in zip(reduces, accs)})
+    outer = rewrite(value, lambda e: None, {id(r): reduce_result(r, acc) for r, acc in zip(reduces, accs)})
     max_lanes = VECTOR_BYTES
     while max_lanes > 1 and prod(shape) // max_lanes < min_threads:
         max_lanes //= 2
@@ -266,11 +266,6 @@ def vectorized_small_reductions(name: str, params: List[Var], out_param: Var, va
         acc_lanes[acc] = BufferLoad(acc_vec, j, r.acc_dtype)
     body += _vector_of(plans[0], out_param, base, axes[-1], n0, j, False, params, lowering, aligned, acc_lanes)
     return _vector_loop(name, params, body, q, prod(shape), lanes, False, aligned)
-
-
-def _finished(r: ReduceCompute, acc: Var) -> Expr:
-    """Reduction ``r``'s value from its accumulator ``acc`` (lowering.Lowering.reduction's end)."""
-    return cast(binary('/', acc, Constant(prod(r.shape), r.acc_dtype)) if r.kind == 'mean' else acc, r.dtype)
 
 
 def _vector_loop(name: str, params: List[Var], body: List[Stmt], q: Var, numel, lanes: int, symbolic: bool,
