@@ -111,17 +111,24 @@ def test_accuracy_verdict():
     assert accuracy.verdict({'eager': 1.0}, 4.0, 2e-2) is None  # hidet not benchmarked
 
 
-def test_bench_model_checks_each_backend(monkeypatch, capsys):
+def _bench_an_mlp(monkeypatch, hidden: int, activation: str, outputs: int):
+    """hidet bench model's model, whatever its name: an MLP of 8 inputs (each test its own shapes: a kernel another
+    test's build expects to compile is then not loaded in the process already)."""
     import torch
 
     from hidet.cli import models
 
     def small_model(name, batch, seq, device, dtype):
         torch.manual_seed(0)
-        model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.GELU(), torch.nn.Linear(16, 4))
+        model = torch.nn.Sequential(torch.nn.Linear(8, hidden), getattr(torch.nn, activation)(),
+                                    torch.nn.Linear(hidden, outputs))
         return model.eval().to(device=device, dtype=dtype), [torch.randn(batch, 8, dtype=dtype, device=device)]
 
     monkeypatch.setattr(models, 'make_model', small_model)
+
+
+def test_bench_model_checks_each_backend(monkeypatch, capsys):
+    _bench_an_mlp(monkeypatch, 16, 'GELU', 4)
     rc = main(['bench', 'model', 'mlp', '--batch', '3', '--device', 'cpu', '--dtype', 'f32', '--backends', 'hidet',
                '--warmup', '1', '--repeat', '2', '--json'])
     out = capsys.readouterr().out
@@ -132,17 +139,7 @@ def test_bench_model_checks_each_backend(monkeypatch, capsys):
 def test_bench_model_times_hidet_default_and_tuned_in_one_run(monkeypatch, capsys):
     """hidet-ma (hidet tuned, max-autotune) beside hidet in one run: both results checked against float32, and
     --space / --mode, which would set both, refused with it."""
-    import torch
-
-    from hidet.cli import models
-
-    def small_model(name, batch, seq, device, dtype):
-        torch.manual_seed(0)
-        # (shapes of its own: a kernel another test's build expects to compile is not loaded here first)
-        model = torch.nn.Sequential(torch.nn.Linear(8, 24), torch.nn.ReLU(), torch.nn.Linear(24, 6))
-        return model.eval().to(device=device, dtype=dtype), [torch.randn(batch, 8, dtype=dtype, device=device)]
-
-    monkeypatch.setattr(models, 'make_model', small_model)
+    _bench_an_mlp(monkeypatch, 24, 'ReLU', 6)
     args = ['bench', 'model', 'mlp', '--batch', '5', '--device', 'cpu', '--dtype', 'f32', '--warmup', '1',
             '--repeat', '2']
     rc = main(args + ['--backends', 'hidet,hidet-ma', '--json'])
