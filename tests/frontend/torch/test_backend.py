@@ -10,7 +10,7 @@ from torch import nn
 
 from hidet.frontend.torch import dynamo_backend
 
-from .utils import assert_close, compile_and_compare
+from .utils import CountingBackend, assert_close, compile_and_compare
 
 
 def test_entry_point_without_importing_hidet():
@@ -231,8 +231,6 @@ def test_a_key_value_cache_passed_in_is_updated_at_each_step():
     """A decoder step writing its key and value into caches passed in at a position (HF's StaticCache:
     index_copy_), then attending over them: one build serves every step, and the caller's caches match eager's
     after each (HF generate with cache_implementation='static' declined before the write-back)."""
-    from .utils import CountingBackend
-
     class Step(nn.Module):
         def __init__(self):
             super().__init__()
