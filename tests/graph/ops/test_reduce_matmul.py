@@ -25,6 +25,16 @@ def test_reductions(axes, keepdim, dtype, device):
     check(ops.min(h, axes, keepdim), torch.amin(x, dims, keepdim))
 
 
+def test_float32_sums_one_thread_computes_add_partial_sums(device):
+    # a sum of 4,000 positive float32 values: one accumulator for all of them drifts by up to ~1.5e-6 of the sum
+    # (rounding at the total's magnitude on every addition); partial sums of 64 keep it within ~2.5e-7
+    torch.manual_seed(0)
+    for _ in range(4):
+        x = (torch.rand(4000) + 1).to(device)
+        got, expected = ops.sum(hidet.from_torch(x), None).torch().double(), x.double().sum()
+        assert abs(got - expected).item() / expected.item() < 5e-7
+
+
 def test_large_reduction_uses_block_path(device):
     x = rand([3, 5000], 'float32', device)
     h = hidet.from_torch(x)

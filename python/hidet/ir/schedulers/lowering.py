@@ -26,6 +26,10 @@ CUDA_BLOCK = 256
 CUDA_MAX_GRID = 65536 * 8  # blocks of a grid-stride loop, at most
 # a row-broadcast output's row is one block's work (row_split): its columns at most this many elements
 ROW_MAX_COLUMNS = 32768
+# a float sum one thread computes alone over more than twice this many elements adds partial sums of this many
+# (blocked summation, as torch's and numpy's cascades): rounding error grows with block + extent / block additions
+# instead of extent
+SUM_BLOCK = 64
 
 
 def prod(xs: Sequence[int]) -> int:
@@ -220,14 +224,22 @@ class Lowering:
                            'warp': (call('hidet_lane_idx', dtype=int64), convert(32)),
                            'block': (call('hidet_thread_idx', dtype=int64), convert(self.block_threads))}[mode]
 
-        def body_at(index: Expr) -> List[Stmt]:
+        def body_at(index: Expr, into: Var = acc) -> List[Stmt]:
             body: List[Stmt] = []
             self.scopes.append({})
             v = self.value(substitute(value, dict(zip(r.axes, unflatten(index, r.shape)))), body, mode='thread')
             self.scopes.pop()
-            return body + [Assign(acc, reduce_combine(r.kind, acc, v))]
+            return body + [Assign(into, reduce_combine(r.kind, into, v))]
 
-        if self.row_loop is not None and mode in ('warp', 'block') and is_static(extent) \
+        if mode == 'thread' and r.kind in ('sum', 'mean') and r.acc_dtype.is_float() and is_static(extent) \
+                and extent > 2 * SUM_BLOCK:
+            block, part = self.fresh('sb', int64), self.fresh('part', r.acc_dtype)
+            first = block * SUM_BLOCK
+            inner = For(k, first, minimum(first + SUM_BLOCK, extent), 1, Seq(body_at(k, part)))
+            stmts.append(For(block, 0, -(-extent // SUM_BLOCK), 1,
+                             Seq([Declare(part, reduce_init(r.kind, r.acc_dtype)), inner,
+                                  Assign(acc, binary('+', acc, part))])))
+        elif self.row_loop is not None and mode in ('warp', 'block') and is_static(extent) \
                 and extent == self.row_loop.cols:
             stmts.append(self.row_loop.loop(lambda column, lane: body_at(column)))  # (the row's own order)
         else:
