@@ -10,10 +10,9 @@ hidet compiled the call it tests and matched eager.
 ``python tests/frontend/torch/opinfo_cases.py [cpu|cuda]`` runs every case and prints the counts: cases, ops,
 samples, passing, failing with their errors, the exclusions and the registered targets no OpInfo exercises.
 """
-import operator
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import torch
@@ -189,6 +188,13 @@ def eager_takes(part: Part, sample) -> bool:
     return True
 
 
+def excluded_samples(case: Case) -> Callable[[Any], bool]:
+    """Which of the case's samples EXCLUDED_SAMPLES leaves out (an OpInfo's variants, such as
+    nn.functional.batch_norm.without_cudnn, share its exclusions)."""
+    default = EXCLUDED_SAMPLES.get(case.opinfo.name, (lambda s: False, ''))
+    return EXCLUDED_SAMPLES.get(case.name, default)[0]
+
+
 def items(case: Case, device: str, dtype: torch.dtype) -> List[Tuple[Part, Any]]:
     """(part, sample) pairs: each part's first ``max_samples`` samples that are small and real and that eager
     runs (an in-place variant does not take a sample that broadcasts its input, for instance)."""
@@ -197,7 +203,7 @@ def items(case: Case, device: str, dtype: torch.dtype) -> List[Tuple[Part, Any]]
         return []
     torch.manual_seed(0)
     usable = []
-    excluded = EXCLUDED_SAMPLES.get(case.name, (lambda s: False, ''))[0]
+    excluded = excluded_samples(case)
     for sample in case.opinfo.sample_inputs(device, dtype, requires_grad=False):
         if len(usable) == MAX_SAMPLES + 2:
             break

@@ -16,8 +16,9 @@ import torch
 from torch.testing._internal.opinfo.core import SampleInput
 
 import hidet
-from tests.frontend.torch.opinfo_cases import (EAGER, EXCLUDED_SAMPLES, TOLERANCES, Case, Part, _tensors_ok,
-                                               build_cases, case_dtype, eager_takes, run_eager, run_pairs)
+from tests.frontend.torch.opinfo_cases import (EAGER, TOLERANCES, Case, Part, _tensors_ok,
+                                               build_cases, case_dtype, eager_takes, excluded_samples, run_eager,
+                                               run_pairs)
 from hidet.frontend.torch import hidet_backend
 
 CASES = build_cases()
@@ -52,7 +53,7 @@ def _empty_sample(case: Case, device: str = 'cpu') -> Optional[Tuple[Part, Any]]
     if dtype is None:
         return None
     part = case.parts[0]
-    excluded = EXCLUDED_SAMPLES.get(case.name, (lambda s: False, ''))[0]
+    excluded = excluded_samples(case)
     torch.manual_seed(0)
     for sample in case.opinfo.sample_inputs(device, dtype, requires_grad=False):
         x = sample.input
