@@ -226,17 +226,20 @@ def _stem_hidet(x, w):
     return ops.reshape(ops.adaptive_avg_pool2d(ops.avg_pool2d(y, 2, ceil_mode=True), 1), [x.shape[0], -1])
 
 
-def test_rgb_stem_is_padded_and_pooling_runs_channels_last():
-    """An RGB stem: its 3 channels padded to 8 in the kernel that permutes the NCHW input (not inside the
-    convolution, whose input would then be computed element by element), and the pools after it in NHWC."""
+def test_rgb_stem_is_blocked_and_pooling_runs_channels_last():
+    """An RGB stem (7x7, stride 2): the kernel that permutes the NCHW input also cuts it into 2 x 2 pixel blocks of
+    12 channels, padded to 16 (not inside the convolution, whose input would then be computed element by
+    element), so the convolution reduces 4 x 4 x 16 values an output, not 7 x 7 x 8; the pools after it in NHWC."""
     w = hidet.symbol([16, 3, 7, 7], 'float16', 'cuda')
     x = hidet.symbol([2, 3, 40, 40], 'float16', 'cuda')
     graph = hidet.trace_from(_stem_hidet(x, w), [x, w])
     with hidet.option.context(cuda_arch='sm_90'):  # (the CUDA graph is built and fused, not run)
         opt = hidet.graph.optimize(graph)
     conv = next(n for n in opt.nodes if 'conv2d_channels_last' in n.task.name)
-    assert [t.shape for t in conv.inputs] == [(2, 40, 40, 8), (16, 7, 7, 8)]
+    assert [t.shape for t in conv.inputs] == [(2, 23, 23, 16), (16, 4, 4, 16)]  # (20 x 20 outputs: stride 1)
     assert operand_modes(conv.task) == ('gather', 'direct')
+    (blocking,) = [n for n in opt.nodes if n.outputs[0] is conv.inputs[0]]
+    assert blocking.inputs[0] is opt.inputs[0]  # one kernel from the network's NCHW input
     pools = [n for n in opt.nodes if 'pool2d' in n.task.name]
     assert len(pools) == 3 and all(n.inputs[0].shape[-1] == 16 for n in pools), [n.task.name for n in opt.nodes]
 
@@ -255,6 +258,35 @@ def test_padded_stem_and_channels_last_pools_match_torch(batch):
         [n for n in opt.nodes if 'pool2d' in n.task.name]
     assert pools and all(n.inputs[0].shape[-1] == 16 for n in pools), [n.task.name for n in opt.nodes]
     torch.testing.assert_close(opt(hidet.from_torch(x)).torch(), _stem_torch(x, w), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize('channels,kernel,stride,padding,size', [
+    (3, 7, 2, 3, (37, 41)),  # resnet's stem
+    (3, 3, 2, 1, (33, 30)),  # mobilenet's, efficientnet's
+    (3, 4, 4, 0, (35, 32)),  # convnext's patches (35: the last 3 rows are read by no window)
+    (3, 8, 8, 0, (32, 24)),  # vit's patches (16 x 16 there): a 1x1 convolution of 192 channels
+    (3, (3, 5), (2, 1), (1, 2), (21, 18)),  # a stride along one dimension
+    (4, 5, 3, 2, (26, 25)),  # blocks of 3 x 3 pixels
+])
+def test_strided_convolutions_of_few_channels_run_on_pixel_blocks(channels, kernel, stride, padding, size):
+    """A strided convolution of fewer than 8 channels becomes a stride-1 convolution of stride x stride pixel
+    blocks (space to depth), with its bias and ReLU, and matches torch (float32 on any device)."""
+    g = torch.Generator().manual_seed(channels + sum(size))
+    kh, kw = (kernel, kernel) if isinstance(kernel, int) else kernel
+    w, b = torch.randn(16, channels, kh, kw, generator=g) * 0.1, torch.randn(16, generator=g)
+    x = torch.randn(2, channels, *size, generator=g)
+    xs = hidet.symbol([2, channels, *size])
+    y = ops.relu(ops.conv2d(xs, hidet.from_torch(w), stride=stride, padding=padding) +
+                 ops.reshape(hidet.from_torch(b), [1, 16, 1, 1]))
+    with PassContext() as ctx:
+        ctx.set_channels_last(True)
+        opt = hidet.graph.optimize(hidet.trace_from(y, [xs]))
+    (conv,) = [n for n in opt.nodes if 'conv2d_channels_last' in n.task.name]
+    sh, sw = (stride, stride) if isinstance(stride, int) else stride
+    blocks = (-(-kh // sh), -(-kw // sw))
+    assert conv.inputs[1].shape[1:] == blocks + (sh * sw * channels + -(sh * sw * channels) % 8,)
+    expected = F.relu(F.conv2d(x, w, b, stride=stride, padding=padding))
+    torch.testing.assert_close(opt(hidet.from_torch(x)).torch(), expected, rtol=1e-4, atol=1e-4)
 
 
 def test_pooled_inputs_are_not_padded():

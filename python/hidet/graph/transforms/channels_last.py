@@ -17,7 +17,10 @@ follows.
 Input channels that are not a multiple of 8 (an RGB stem's 3) are zero-padded to one, in the kernel that
 permutes the network's NCHW input, so that every convolution gathers 16-byte chunks of channels: no
 convolution reads its input as a computed operand, element by element. Not a one-pixel input (a
-squeeze-excitation block's pooled channels): that convolution is a matrix-vector product.
+squeeze-excitation block's pooled channels): that convolution is a matrix-vector product. A strided convolution
+of such channels first becomes a stride-1 convolution of its input's stride x stride pixel blocks
+(``_space_to_depth``, in the same kernel), where that shortens its reduction: most of 8 padded channels would be
+zeros.
 
 Applies (``PassContext.set_channels_last``): by default to float16/bfloat16 convolutions on CUDA (where the
 tensor-core template gathers channels); ``True`` to every ungrouped or depthwise 2-D convolution (any device
@@ -25,7 +28,7 @@ and dtype: the CPU tests use it); ``False`` to none.
 """
 from __future__ import annotations
 
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Tuple
 
 from hidet.graph import ops
 from hidet.graph.flow_graph import FlowGraph
@@ -71,6 +74,39 @@ def _global_average(node: Operator) -> bool:
         return False
     h, w = node.inputs[0].shape[2:]
     return isinstance(h, int) and isinstance(w, int) and h * w >= GLOBAL_POOL_SPLIT
+
+
+def _padded(channels: int) -> int:
+    return channels + -channels % CHANNEL_MULTIPLE
+
+
+def _space_to_depth(x: Tensor, w: Tensor, stride, padding, dilation) -> Optional[Tuple[Tensor, Tensor]]:
+    """A strided convolution of few input channels (an RGB stem) as a stride-1 convolution of its padded input's
+    stride-sized pixel blocks, each block's pixels and channels one pixel's channels, and of its weight cut the
+    same way (zero-padded to whole blocks): ``(x', w')`` (channels-last, convolved with stride 1 and no padding),
+    or None where that does not shorten the reduction. resnet's 7x7 stride-2 stem on 3 channels reduces 4 x 4
+    blocks of 12 (padded to 16: 256 values an output) where it reduced 7 x 7 pixels of 3 padded to 8 (392: 5/8 of
+    them zeros); vit's 16x16 stride-16 patches become a 1x1 convolution of 768 channels (where 16 x 16 pixels of
+    8 made 2048), convnext's 4x4 stride-4 one of 48 (128)."""
+    n, h, wd, c = x.shape
+    k, kh, kw, _ = w.shape
+    (sh, sw), (ph, pw) = stride, padding
+    if not all(isinstance(d, int) for d in (n, h, wd, c)) or list(dilation) != [1, 1] or (sh, sw) == (1, 1) or \
+            c % CHANNEL_MULTIPLE == 0:
+        return None
+    oh, ow = (h + 2 * ph - kh) // sh + 1, (wd + 2 * pw - kw) // sw + 1
+    bh, bw = -(-kh // sh), -(-kw // sw)  # the window in blocks
+    block = sh * sw * c  # the channels of a block
+    if bh * bw * _padded(block) >= kh * kw * _padded(c):
+        return None
+    hp, wp = sh * (oh - 1 + bh), sw * (ow - 1 + bw)  # the padded input that the windows of blocks cover
+    x = ops.pad(x, [0, 0, pw, wp - wd - pw, ph, hp - h - ph])  # (a negative pad crops pixels no window reads)
+    x = ops.reshape(x, [n, hp // sh, sh, wp // sw, sw, c])
+    x = ops.reshape(ops.permute(x, [0, 1, 3, 2, 4, 5]), [n, hp // sh, wp // sw, block])
+    w = ops.pad(w, [0, 0, 0, bw * sw - kw, 0, bh * sh - kh])  # (zero weights for the blocks' extra pixels)
+    w = ops.reshape(w, [k, bh, sh, bw, sw, c])
+    w = ops.reshape(ops.permute(w, [0, 1, 3, 2, 4, 5]), [k, bh, bw, block])
+    return x, w
 
 
 def _applies(node: ConvOp, mode: Optional[bool]) -> bool:
@@ -120,14 +156,17 @@ class ChannelsLast(GraphPass):
             if isinstance(node, ConvOp) and _applies(node, mode):
                 a = node.attrs
                 x, w = as_cl(inputs[0]), ops.permute(inputs[1], TO_CL)
+                stride, padding, dilation = a['stride'], a['padding'], a['dilation']
+                blocks = _space_to_depth(x, w, stride, padding, dilation)
+                if blocks is not None:
+                    (x, w), stride, padding = blocks, [1, 1], [0, 0]
                 channels = x.shape[-1]
                 extra = -channels % CHANNEL_MULTIPLE if isinstance(channels, int) else 0
                 if extra and _pooled(x):  # (a matrix-vector product: no 16-byte chunks to read, the pad a launch)
                     extra = 0
                 if extra:  # zero channels: the same sums, read 8 at a time (the weight's pad is folded)
                     x, w = ops.pad(x, [0, extra]), ops.pad(w, [0, extra])
-                return back(ops.conv2d_channels_last(x, w, stride=a['stride'], padding=a['padding'],
-                                                     dilation=a['dilation']))
+                return back(ops.conv2d_channels_last(x, w, stride=stride, padding=padding, dilation=dilation))
             if isinstance(node, _ELEMENTWISE) and node.outputs[0].ndim == 4 and any(id(t) in cl for t in inputs):
                 return back(node.reforward([operand_cl(t) for t in inputs]).outputs[0])
             if _global_average(node) and id(inputs[0]) in cl:
