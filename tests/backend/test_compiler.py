@@ -192,6 +192,29 @@ def test_cpu_and_cuda_flags():
     assert 'arch=compute_90a,code=sm_90a' in command and 'arch=compute_90a,code=compute_90a' in command
     assert '-lineinfo' in command and '-std=c++17' in command and 'fast_math' not in command
     assert 'release' in compiler.version_line(cuda.version)
+    # programmatic dependent launches on sm_90 alone (hidet/kernel/cuda.h: hidet::launch)
+    assert '-DHIDET_PROGRAMMATIC_LAUNCH' in command
+    assert '-DHIDET_PROGRAMMATIC_LAUNCH' not in ' '.join(cuda.command('k.cu', 'k.so'))
+
+
+def test_every_kernel_waits_for_the_kernels_before_it_and_launches_through_hidet_launch():
+    """A kernel launched programmatically may start while the kernel before it drains: each kernel's first
+    statement waits for the grids before it (hidet::dependent_launch_prologue), before any memory access; and every
+    launch goes through hidet::launch (the attribute), none through <<<>>>: the matmul template's (Hidet Script,
+    TMA) and the auto-scheduler's (a vectorized kernel and its scalar fallback)."""
+    import re
+
+    from hidet.drivers.build_task import task_sources
+    from tests.graph.ops.matmul_cases import matmul_task
+
+    with hidet.option.context(cuda_arch='sm_90'):
+        task = matmul_task([256, 128], [128, 64])
+        relu = hidet.ops.relu(hidet.symbol([64, 128], 'float16', 'cuda')).trace[0].task
+        sources = task_sources([(task, 'cuda'), (relu, 'cuda')])
+    for source in sources:
+        first = re.findall(r'^__global__ void [^\n]*\{\n([^\n]*)', source, flags=re.M)
+        assert first and all(line.strip() == 'hidet::dependent_launch_prologue();' for line in first), first
+        assert '<<<' not in source and 'hidet::launch(' in source
 
 
 def test_cpu_kernel_libraries_use_nothing_of_the_cpp_runtime(tmp_path):

@@ -128,7 +128,8 @@ def test_cuda_kernels_with_symbols_take_their_grid_from_the_dims():
     x = tensor_input('x', 'float32', [4, n])
     neg = generate(schedule_task(Task('neg_cuda', [x], [compute('y', [4, n], lambda i, j: -x[i, j])]), 'cuda'))
     assert 'int64_t sym_n' in neg and 'const int64_t sym_n = dims[0];' in neg
-    assert 'neg_cuda_k0<<<dim3(hidet::max<int64_t>(hidet::min<int64_t>(' in neg and 'sym_n' in neg.split('<<<')[1]
+    launch = 'hidet::launch(neg_cuda_k0, dim3(hidet::max<int64_t>(hidet::min<int64_t>('
+    assert launch in neg and 'sym_n' in neg.split(launch)[1].split(';')[0]
     row = generate(schedule_task(Task('rowsum_cuda', [x], [compute('y', [4], lambda i: reduce([n], lambda j: x[i, j],
                                                                                               'sum'))]), 'cuda'))
     assert 'hidet::block_reduce_sum' in row and '< sym_n' in row

@@ -193,7 +193,8 @@ class CodeGen:
         parameters (listed in ``kernel_divisors[f.name]``; see kernel_params)."""
         self.invariant, self.divisors = invariant - _assigned_vars(f.body), []
         try:
-            lines = self.stmt(f.body, indent)
+            # (first: the kernels before it have finished; cpp/include/hidet/kernel/cuda.h)
+            lines = ['  ' * indent + 'hidet::dependent_launch_prologue();'] + self.stmt(f.body, indent)
         finally:
             self.invariant = None
         self.kernel_divisors[f.name] = self.divisors
@@ -396,8 +397,8 @@ def _launch_call(gen: CodeGen, f: Function, module: IRModule, index: int) -> Lis
         return [f'  {f.name}({", ".join(args)});']
     grid = ', '.join(str(g) if isinstance(g, int) else gen.expr(g) for g in f.grid)  # symbolic: from the dims
     block = ', '.join(str(b) for b in f.block)
-    return [f'  {f.name}<<<dim3({grid}), dim3({block}), 0, (cudaStream_t)stream>>>({", ".join(args)});',
-            '  if (cudaError_t err = cudaGetLastError(); err != cudaSuccess)',
+    return [f'  if (cudaError_t err = hidet::launch({f.name}, dim3({grid}), dim3({block}), 0, (cudaStream_t)stream, '
+            f'{", ".join(args)}); err != cudaSuccess)',
             f'    return hidet::fail("{_fmt(module.name)}: launching {f.name} failed: %s", cudaGetErrorString(err));']
 
 
@@ -540,8 +541,8 @@ def _script_entry(gen: CodeGen, f: Function) -> List[str]:
         f'    if (err != cudaSuccess) return hidet::fail("{f.name}: cannot use %zu bytes of dynamic shared memory: '
         '%s", smem_, cudaGetErrorString(err));',
         '  }',
-        f'  hidet_script::{f.name}<<<grid_, block_, smem_, (cudaStream_t)stream>>>({call_args});',
-        '  if (cudaError_t err = cudaGetLastError(); err != cudaSuccess)',
+        f'  if (cudaError_t err = hidet::launch(hidet_script::{f.name}, grid_, block_, smem_, (cudaStream_t)stream'
+        f'{", " + call_args if call_args else ""}); err != cudaSuccess)',
         f'    return hidet::fail("{f.name}: launch failed: %s", cudaGetErrorString(err));',
         '  return 0;', '}', ''] + declaration
 

@@ -242,6 +242,8 @@ def toolchain(target: str, options: Optional[Options] = None) -> Toolchain:
             '-Xcompiler', '-fno-exceptions', '-Xcompiler', '-fno-threadsafe-statics',
             '-I', inc, *_pip_cuda_flags(nvcc),
         ]
+        if int(sm.rstrip('a')) >= 90:  # launches programmatically dependent on the kernel before (hidet/kernel/cuda.h)
+            flags.append('-DHIDET_PROGRAMMATIC_LAUNCH')
         if len(cxx) == 1:
             flags += ['-ccbin', cxx[0]]
         version = compiler_version(nvcc) + '\n' + compiler_version(cxx[0])

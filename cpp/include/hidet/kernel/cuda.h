@@ -170,4 +170,40 @@ __device__ bool column_reduce_or(bool v) { return column_reduce<C, R>(v, [](bool
 template <int C, int R>
 __device__ bool column_reduce_and(bool v) { return column_reduce<C, R>(v, [](bool a, bool b) { return a && b; }); }
 
+// Programmatic dependent launch (sm_90): hidet launches its kernels with the programmatic-serialization attribute
+// (HIDET_PROGRAMMATIC_LAUNCH, defined where the library is built for sm_90), so a kernel's blocks may be scheduled
+// while the kernel before it in the stream (or CUDA graph) drains its last wave, instead of after it has
+// finished and flushed. Every kernel hidet generates first waits for the grids before it (griddepcontrol.wait:
+// until they have completed and their memory is visible), before any read or write of global memory, so the
+// results are those of serialized kernels; it then lets the kernel after it be scheduled (launch_dependents:
+// once every block of this one has started, its blocks can take the SMs this one's last wave frees).
+__device__ __forceinline__ void dependent_launch_prologue() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+
+// Launch `kernel` on `stream` (programmatically dependent on the kernel before it where built for sm_90).
+template <typename... Params, typename... Args>
+inline cudaError_t launch(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream,
+                          Args... args) {
+#if defined(HIDET_PROGRAMMATIC_LAUNCH)
+  cudaLaunchAttribute attribute;
+  attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attribute.val.programmaticStreamSerializationAllowed = 1;
+  cudaLaunchConfig_t config = {};
+  config.gridDim = grid;
+  config.blockDim = block;
+  config.dynamicSmemBytes = smem;
+  config.stream = stream;
+  config.attrs = &attribute;
+  config.numAttrs = 1;
+  return cudaLaunchKernelEx(&config, kernel, static_cast<Params>(args)...);
+#else
+  kernel<<<grid, block, smem, stream>>>(static_cast<Params>(args)...);
+  return cudaGetLastError();
+#endif
+}
+
 }  // namespace hidet
