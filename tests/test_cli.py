@@ -181,6 +181,20 @@ def test_bench_profile_and_default_backends(capsys):
     assert rc == 0 and re.search(r'\(\d+ more\)', out), out
 
 
+def test_kernel_times_count_overlaps_once():
+    # programmatic dependent launch: a kernel's blocks start (and wait) before the one before it ends; its time
+    # then runs from that end, and the total is the time the GPU was busy
+    from types import SimpleNamespace
+
+    from hidet.cli.bench import _exclusive_times
+
+    def event(name, start, end):
+        return SimpleNamespace(name=name, time_range=SimpleNamespace(start=start, end=end))
+
+    events = [event('b', 8.0, 15.0), event('a', 0.0, 10.0), event('c', 20.0, 21.0), event('d', 20.5, 20.8)]
+    assert _exclusive_times(events) == [('a', 10.0), ('b', 5.0), ('c', 1.0), ('d', 0.0)]
+
+
 def test_bench_cold_compiles_from_empty_caches(monkeypatch, tmp_path, capsys):
     # --cold: hidet's kernels build into a fresh cache (the process's own gets nothing), inductor and Triton get
     # fresh directories too, and everything is as it was afterwards

@@ -211,9 +211,23 @@ def _reference(fn: Callable, inputs: List):
         torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = saved
 
 
+def _exclusive_times(events) -> List[Tuple[str, float]]:
+    """(name, µs) of GPU events, overlaps counted once: an event's time runs from its start or, where it started
+    before the events before it ended, from their end. With programmatic dependent launch a kernel's blocks start
+    (and wait) while the one before drains; its own duration would count that wait twice."""
+    covered = float('-inf')
+    out = []
+    for e in sorted(events, key=lambda e: e.time_range.start):
+        start, end = e.time_range.start, e.time_range.end
+        out.append((e.name, max(0.0, end - max(start, covered))))
+        covered = max(covered, end)
+    return out
+
+
 def _profile(call: Callable, device: str, calls: int = 10, top: int = 15) -> Tuple[str, float, float]:
     """The kernels of one call of ``call`` (averaged over ``calls``) from torch.profiler: (a table of them, their µs
-    per call, launches per call)."""
+    per call, launches per call). On the GPU a kernel's time excludes its overlap with the ones before it
+    (_exclusive_times): the total is the time the GPU was busy."""
     import torch
     from tabulate import tabulate
     from torch.profiler import ProfilerActivity, profile
@@ -225,13 +239,12 @@ def _profile(call: Callable, device: str, calls: int = 10, top: int = 15) -> Tup
         if device == 'cuda':
             torch.cuda.synchronize()
     kernels: Dict[str, List[float]] = {}  # name → [total µs, launches]
-    for e in prof.events():
-        if device == 'cuda' and e.device_type != torch.autograd.DeviceType.CUDA:
-            continue
-        if device == 'cpu' and e.cpu_parent is not None:  # (the CPU: top-level operators only)
-            continue
-        us = e.device_time if device == 'cuda' else e.cpu_time
-        entry = kernels.setdefault(e.name, [0.0, 0])
+    if device == 'cuda':
+        timed = _exclusive_times([e for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA])
+    else:  # (the CPU: top-level operators only)
+        timed = [(e.name, e.cpu_time) for e in prof.events() if e.cpu_parent is None]
+    for name, us in timed:
+        entry = kernels.setdefault(name, [0.0, 0])
         entry[0] += us
         entry[1] += 1
     total = sum(us for us, _ in kernels.values()) or 1.0
