@@ -5,7 +5,8 @@
 # comes back with logs.
 #
 #   bash scripts/gpu_check.sh [LOG_DIR] [STAGE...]
-#   STAGE: core (cuda tests but the model suites), select (the cuda tests under $SELECT), models (torchvision / transformers / ONNX models),
+#   STAGE: core (cuda tests but the model suites; core-ops and core-rest: its two halves), select (the cuda tests
+#          under $SELECT), models (torchvision / transformers / ONNX models),
 #          bench (build times, ops, matmul), conv (resnet50's 3x3 convolutions at batch 32, channels-last, against
 #          cuDNN; tuning level CONV_SPACE, default 0), tma (the TMA im2col copy, convolution and GEMM TMA configs
 #          against torch, tuning with candidates compiled together, then levels 0 and 2 timed on resnet50's 3x3
@@ -65,6 +66,19 @@ for stage in $STAGES; do
       echo "== cuda tests (all but the model suites)"
       deselect=""; for t in $MODEL_TESTS; do deselect="$deselect --deselect $t"; done
       run_pytest pytest_core "${TEST_TIMEOUT:-360}" "$ROOT/tests" -m cuda $deselect ;;
+    core-ops|core-rest)
+      # the core stage in two halves, for two calls (all of it took ~9 minutes on 16 cores of an H100 machine):
+      # the op tests and PyTorch's OpInfo samples, then everything else
+      deselect=""; for t in $MODEL_TESTS; do deselect="$deselect --deselect $t"; done
+      ops="$ROOT/tests/graph/ops $ROOT/tests/frontend/torch/test_opinfo.py"
+      if [ "$stage" = core-ops ]; then
+        echo "== cuda tests: ops and OpInfo"
+        run_pytest pytest_core_ops "${TEST_TIMEOUT:-360}" $ops -m cuda
+      else
+        echo "== cuda tests: all but ops, OpInfo and the model suites"
+        run_pytest pytest_core_rest "${TEST_TIMEOUT:-360}" "$ROOT/tests" -m cuda $deselect \
+          $(for d in $ops; do echo "--ignore=$d"; done)
+      fi ;;
     models)
       echo "== model suites"
       run_pytest pytest_models "${MODELS_TIMEOUT:-480}" $(for t in $MODEL_TESTS; do echo "$ROOT/$t"; done) ;;
