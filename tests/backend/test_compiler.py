@@ -259,6 +259,29 @@ def _assert_no_cpp_runtime(readelf: str, cache_dir, count: int):
         assert 'libstdc++' not in dynamic and 'GLIBCXX' not in dynamic and 'CXXABI' not in dynamic, lib
 
 
+def test_cuda_sources_without_bfloat16_skip_its_header(tmp_path):
+    """A CUDA source that never names bfloat16 builds with HIDET_NO_BF16 (hidet/kernel/cuda.h then skips
+    cuda_bf16.h, a quarter of a small kernel's nvcc time); one that does builds without it, and both compile
+    (the auto-scheduler's and a Hidet Script template's float16 kernels, and a bfloat16 one)."""
+    import json
+
+    from hidet.drivers.build_task import task_sources
+    from tests.graph.ops.matmul_cases import matmul_task
+
+    _nvcc_or_skip()
+    tasks = [(matmul_task([256, 128], [128, 64]), 'cuda')]  # (float16: the tensor-core template)
+    tasks += [(hidet.ops.relu(hidet.symbol([37, 53], dtype, 'cuda')).trace[0].task, 'cuda')
+              for dtype in ('float16', 'bfloat16')]
+    with hidet.option.context(cache_dir=str(tmp_path), cuda_arch='sm_90'):
+        sources = task_sources(tasks)
+        paths = [build_library(source, 'cuda', 'k') for source in sources]
+    defined = []
+    for path in paths:
+        with open(os.path.join(os.path.dirname(path), 'meta.json')) as f:
+            defined.append('-DHIDET_NO_BF16' in json.load(f)['command'])
+    assert defined == [True, True, False], defined
+
+
 def test_cuda_arch_unknown_without_gpu():
     import torch
 

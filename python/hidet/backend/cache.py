@@ -106,13 +106,14 @@ def _build_entry(source: str, name: str, tc: Toolchain, key: str, options: Optio
         tmp = f'{lib}.tmp{os.getpid()}-{threading.get_ident()}'
         start = time.perf_counter()
         try:
-            compile_library(tc, src, tmp, options, header_dir=precompiled_header_dir(tc, options))
+            command = compile_library(tc, src, tmp, options, header_dir=precompiled_header_dir(tc, options))
             os.replace(tmp, lib)
         finally:
             if os.path.exists(tmp):
                 os.remove(tmp)
         meta = {'name': name, 'target': tc.target, 'arch': tc.arch, 'compiler': version_line(tc.version),
-                'command': tc.command(src, lib), 'hidet': __version__, 'build_seconds': time.perf_counter() - start}
+                'command': [os.path.abspath(lib) if part == os.path.abspath(tmp) else part for part in command],
+                'hidet': __version__, 'build_seconds': time.perf_counter() - start}
         _write_atomic(os.path.join(directory, 'meta.json'), json.dumps(meta, indent=2))
     return lib
 

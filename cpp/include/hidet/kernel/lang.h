@@ -66,9 +66,11 @@ __device__ __forceinline__ int64_t atomic_add(int64_t* p, int64_t v) {
   return int64_t(atomicAdd(reinterpret_cast<unsigned long long*>(p), (unsigned long long)v));
 }
 __device__ __forceinline__ float atomic_add(__half* p, float v) { return __half2float(atomicAdd(p, __float2half_rn(v))); }
+#ifndef HIDET_NO_BF16
 __device__ __forceinline__ float atomic_add(__nv_bfloat16* p, float v) {
   return __bfloat162float(atomicAdd(p, __float2bfloat16_rn(v)));
 }
+#endif
 template <typename T, typename V>
 __device__ __forceinline__ auto atomic_sub(T* p, V v) { return atomic_add(p, -v); }
 
@@ -230,7 +232,7 @@ __device__ __forceinline__ void wgmma_m64k16(float* d, const T* a, const T* b, i
   static_assert(N == 16 || N == 32 || N == 64 || N == 128 || N == 192 || N == 256,
                 "wgmma_m64k16: N is 16, 32, 64, 128, 192 or 256");
   constexpr bool F16 = std::is_same<T, __half>::value;
-  static_assert(F16 || std::is_same<T, __nv_bfloat16>::value, "wgmma_m64k16: float16 or bfloat16 operands");
+  static_assert(F16 || is_bf16<T>::value, "wgmma_m64k16: float16 or bfloat16 operands");
   const uint64_t da = wgmma_desc(a, ALBO, 1024), db = wgmma_desc(b, BLBO, 1024);
   if constexpr (N == 16) {
     if constexpr (F16) wgmma_m64n16k16_f16<TA, TB>(d, da, db, accumulate); else wgmma_m64n16k16_bf16<TA, TB>(d, da, db, accumulate);
@@ -253,7 +255,7 @@ template <int N, int TB, int BLBO, typename T>
 __device__ __forceinline__ void wgmma_m64k16_rs(float* d, const T* a, const T* b, int accumulate) {
   static_assert(N == 64 || N == 128, "wgmma_m64k16_rs: N is 64 or 128");
   constexpr bool F16 = std::is_same<T, __half>::value;
-  static_assert(F16 || std::is_same<T, __nv_bfloat16>::value, "wgmma_m64k16_rs: float16 or bfloat16 operands");
+  static_assert(F16 || is_bf16<T>::value, "wgmma_m64k16_rs: float16 or bfloat16 operands");
   const uint32_t* ra = reinterpret_cast<const uint32_t*>(a);
   const uint64_t db = wgmma_desc(b, BLBO, 1024);
   if constexpr (N == 64) {
@@ -378,7 +380,7 @@ inline PFN_cuTensorMapEncodeIm2col_v12000 im2col_tensor_map_encoder() {
 template <typename T>
 constexpr CUtensorMapDataType tensor_map_dtype() {
   static_assert(sizeof(T) == 2, "tensor maps of 16-bit floats");
-  return std::is_same<T, __nv_bfloat16>::value ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
+  return is_bf16<T>::value ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
 }
 
 // Host: a tensor map of `rank` dims (innermost first; strides in bytes of dims 1.., multiples of 16) over
