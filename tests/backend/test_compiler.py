@@ -261,7 +261,7 @@ def _assert_no_cpp_runtime(readelf: str, cache_dir, count: int):
 
 def test_cuda_sources_without_bfloat16_skip_its_header(tmp_path):
     """A CUDA source that never names bfloat16 builds with HIDET_NO_BF16 (hidet/kernel/cuda.h then skips
-    cuda_bf16.h, a quarter of a small kernel's nvcc time); one that does builds without it, and both compile
+    cuda_bf16.h, a fifth of a small kernel's nvcc time); one that does builds without it, and both compile
     (the auto-scheduler's and a Hidet Script template's float16 kernels, and a bfloat16 one)."""
     import json
 

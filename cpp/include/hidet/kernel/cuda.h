@@ -2,7 +2,7 @@
 // and block-wide reductions (warp shuffles, then one value per warp through shared memory).
 #pragma once
 
-// HIDET_NO_BF16: the library uses no bfloat16 and skips cuda_bf16.h, a quarter of a small kernel's nvcc time
+// HIDET_NO_BF16: the library uses no bfloat16 and skips cuda_bf16.h, a fifth of a small kernel's nvcc time
 // (the compiler driver defines it where a source never names bfloat16: python/hidet/backend/compiler.py)
 #ifndef HIDET_NO_BF16
 #include <cuda_bf16.h>
