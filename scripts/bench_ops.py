@@ -6,6 +6,9 @@ CUDA-event timings of back-to-back calls (GB/s counts each input read and each o
                                            # row held in registers, the plain row kernels, torch, inductor
     python scripts/bench_ops.py --attention  # the tensor-core attention kernel, each config and the default,
                                              # against torch's sdpa at the shapes of gpt2, bert, vit, llama
+    python scripts/bench_ops.py --attention 'gpt2 b8 s512'  # those cases alone (names as the table prints them),
+    # e.g. under Nsight Compute, one kernel of one case: ncu --clock-control none --set full
+    #   -k regex:wg_r64_k64$ -c 1 python scripts/bench_ops.py --attention 'gpt2 b8 s512'
 """
 import statistics
 
@@ -137,9 +140,10 @@ def norms() -> None:
         print(f'{name:24s} ' + ' '.join(f'{v * 1e3:11.2f}' for v in times), flush=True)
 
 
-def attention() -> None:
+def attention(only=()) -> None:
     """The attention template's tensor-core configs (level 2's space) and its default at the models' shapes
-    against torch's scaled_dot_product_attention (flash / cuDNN), kernel times from CUDA-graph replays."""
+    against torch's scaled_dot_product_attention (flash / cuDNN), kernel times from CUDA-graph replays; the
+    cases named in ``only`` alone, where it names any."""
     from bench_matmul import graph_time
 
     from hidet.backend.cache import build_libraries
@@ -152,8 +156,13 @@ def attention() -> None:
              ('vit b1', 12, 197, 197, 64, 'none'), ('llama b1', 32, 128, 128, 64, 'causal'),
              ('gpt2 b8 s512', 96, 512, 512, 64, 'causal'), ('bert b8 s512', 96, 512, 512, 64, 'add'),
              ('d128 b1 s1024', 32, 1024, 1024, 128, 'causal'), ('d80 b2 s300', 24, 300, 300, 80, 'none')]
+    unknown = sorted(set(only) - {c[0] for c in cases})
+    if unknown:
+        raise SystemExit(f'bench_ops --attention: unknown case(s) {unknown}; the cases: {[c[0] for c in cases]}')
     prepared = []
     for name, bh, sq, sk, d, kind in cases:
+        if only and name not in only:
+            continue
         g = torch.Generator(device='cuda').manual_seed(0)
         q, k, v = (torch.randn(bh, n, d, device='cuda', dtype=torch.float16, generator=g) for n in (sq, sk, sk))
         mask = torch.randn(1, sq, sk, device='cuda', dtype=torch.float16, generator=g) if kind == 'add' else None
@@ -248,4 +257,7 @@ def main(slow=()) -> None:
 if __name__ == '__main__':
     import sys
 
-    attention() if '--attention' in sys.argv else norms() if '--norms' in sys.argv else main()
+    if '--attention' in sys.argv:
+        attention(sys.argv[sys.argv.index('--attention') + 1:])
+    else:
+        norms() if '--norms' in sys.argv else main()
