@@ -44,6 +44,18 @@ def test_round_trip(saved):
     np.testing.assert_allclose(g(a).numpy(), _reference['graph'](a).numpy(), rtol=1e-6)
 
 
+def test_entries_of_parts_are_their_concatenation():
+    # a graph's weights go to write() as their arrays (and padding), copied once into place: the entry reads back
+    # as the concatenation of the parts' bytes, whatever their dtype and rank (bfloat16 as uint16, 0-d)
+    parts = [np.arange(6, dtype=np.float32).reshape(2, 3), bytes(40), np.array(7, dtype=np.uint16),
+             np.arange(5, dtype=np.int64)[::2].copy()]
+    data = artifact.write([('a', b'head'), ('weights.bin', parts), ('empty', [])])
+    entries = artifact.read(bytes(data))
+    assert entries['a'] == b'head' and entries['empty'] == b''
+    assert entries['weights.bin'] == b''.join(np.asarray(p).tobytes() if not isinstance(p, bytes) else p
+                                              for p in parts)
+
+
 def test_not_an_artifact(tmp_path):
     p = tmp_path / 'x.hidet'
     p.write_bytes(b'hello world, not an artifact at all')

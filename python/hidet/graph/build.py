@@ -79,15 +79,17 @@ def build_flow_graph(graph: FlowGraph, space: int, input_names: Optional[Sequenc
     output_names = _names(output_names, 'y', len(graph.outputs), 'output')
     inputs = [{'name': input_names[i], 'tensor': add(t, 'input')} for i, t in enumerate(graph.inputs)]
 
-    # Weights: each constant once, at 64-byte aligned offsets of weights.bin.
-    weight_blobs: List[bytes] = []
+    # Weights: each constant once, at 64-byte aligned offsets of weights.bin (its parts: artifact.write copies them
+    # into place once)
+    weight_parts: list = []
     weights_nbytes = 0
     for t in graph.constants:
         tid = add(t, 'weight')
         tensors[tid]['offset'] = weights_nbytes
-        blob = _host_values(t).tobytes()
-        weight_blobs.append(blob + bytes(-len(blob) % artifact.ALIGN))
-        weights_nbytes += len(weight_blobs[-1])
+        values = _host_values(t)
+        pad = -values.nbytes % artifact.ALIGN
+        weight_parts += [values, bytes(pad)] if pad else [values]
+        weights_nbytes += values.nbytes + pad
 
     # Node outputs: the graph's outputs (first occurrence) go straight to the caller's buffers.
     output_ids = {}
@@ -148,7 +150,7 @@ def build_flow_graph(graph: FlowGraph, space: int, input_names: Optional[Sequenc
     }
     if symbols:
         manifest['symbols'] = symbols
-    entries = [('manifest.json', json.dumps(manifest, indent=1).encode()), ('weights.bin', b''.join(weight_blobs))]
+    entries = [('manifest.json', json.dumps(manifest, indent=1).encode()), ('weights.bin', weight_parts)]
     for kernel, module in zip(kernels, modules):
         with open(module.path, 'rb') as f:
             entries.append((kernel['library'], f.read()))

@@ -22,8 +22,8 @@ ALIGN = 64
 _FNV_OFFSET, _FNV_PRIME, _MASK = 0xCBF29CE484222325, 0x100000001B3, (1 << 64) - 1
 
 
-def fnv1a64(data: bytes) -> int:
-    """FNV-1a 64-bit hash of ``data`` (computed by the C++ runtime: the loader checks the same)."""
+def fnv1a64(data) -> int:
+    """FNV-1a 64-bit hash of ``data`` (bytes-like; computed by the C++ runtime: the loader checks the same)."""
     arr = np.frombuffer(data, dtype=np.uint8)
     return _C.fnv1a64(arr.ctypes.data if arr.nbytes else 0, arr.nbytes)
 
@@ -61,23 +61,41 @@ def _align(n: int) -> int:
     return (n + ALIGN - 1) // ALIGN * ALIGN
 
 
-def write(entries: List[Tuple[str, bytes]]) -> bytes:
-    """The container bytes holding ``entries`` (name, data) in order."""
+def _byte_view(part) -> memoryview:
+    """``part`` (bytes-like, or a C-contiguous numpy array) as a flat view of its bytes."""
+    if isinstance(part, np.ndarray):
+        return memoryview(np.ascontiguousarray(part).reshape(-1).view(np.uint8))
+    view = memoryview(part)
+    return view if view.format == 'B' and view.ndim == 1 else view.cast('B')
+
+
+def write(entries: List[Tuple[str, object]]) -> bytearray:
+    """The container bytes holding ``entries`` (name, data) in order. An entry's data is bytes-like or a list of
+    parts (bytes-like or numpy arrays) that it concatenates: a graph's weights go from their arrays straight to
+    their place, copied once (gpt2's 500 MB of float32 weights were copied five times and took 3.1 s here)."""
+    parts_of = [list(data) if isinstance(data, (list, tuple)) else [data] for _, data in entries]
+    views_of = [[_byte_view(p) for p in parts] for parts in parts_of]
+    sizes = [sum(v.nbytes for v in views) for views in views_of]
     header_size = 16 + sum(4 + len(name.encode()) + 24 for name, _ in entries)
-    offset = _align(header_size)
-    headers, layout = [], []
-    for name, data in entries:
-        raw = name.encode()
-        headers.append(struct.pack('<I', len(raw)) + raw + struct.pack('<QQQ', offset, len(data), fnv1a64(data)))
-        layout.append(offset)
-        offset = _align(offset + len(data))
-    end = layout[-1] + len(entries[-1][1]) if entries else _align(header_size)
+    offsets, offset = [], _align(header_size)
+    for size in sizes:
+        offsets.append(offset)
+        offset = _align(offset + size)
+    end = offsets[-1] + sizes[-1] if entries else _align(header_size)
     out = bytearray(end)  # no padding after the last entry: any truncation cuts into data
-    head = MAGIC + struct.pack('<II', CONTAINER_VERSION, len(entries)) + b''.join(headers)
-    out[:len(head)] = head
-    for (_, data), at in zip(entries, layout):
-        out[at:at + len(data)] = data
-    return bytes(out)
+    with memoryview(out) as view:
+        headers = []
+        for (name, _), views, at, size in zip(entries, views_of, offsets, sizes):
+            pos = at
+            for v in views:
+                view[pos:pos + v.nbytes] = v
+                pos += v.nbytes
+            raw = name.encode()
+            headers.append(struct.pack('<I', len(raw)) + raw +
+                           struct.pack('<QQQ', at, size, fnv1a64(view[at:at + size])))
+        head = MAGIC + struct.pack('<II', CONTAINER_VERSION, len(entries)) + b''.join(headers)
+        view[:len(head)] = head
+    return out
 
 
 def read(data: bytes, source: str = '<memory>') -> Dict[str, bytes]:

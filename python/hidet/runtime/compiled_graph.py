@@ -56,9 +56,10 @@ class CompiledGraph:
     """A loaded artifact. Everything it knows of the artifact comes from the C++ loader, which validated
     the container and the manifest (docs/artifact.md) before returning: a damaged file is one
     HidetRuntimeError naming the file, the entry and the field, never a KeyError from a raw manifest.
+    ``data``: the artifact's bytes (bytes-like: artifact.write gives a bytearray, a file's read gives bytes);
     ``sha256`` (64 hex digits) pins the bytes' digest (docs/runtime.md, "Trust")."""
 
-    def __init__(self, data: bytes, source: str = '<memory>', sha256: Optional[str] = None):
+    def __init__(self, data, source: str = '<memory>', sha256: Optional[str] = None):
         # device_id matters only for CUDA artifacts; the loader ignores it for CPU ones.
         device_id = current_device()
         self._graph = _C.Graph.load_bytes(data, device_id, str(source), sha256)
