@@ -5,6 +5,7 @@
 #include <pybind11/stl.h>
 
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -151,20 +152,27 @@ void bind_graph(py::module_& m) {
           "Load an artifact file (device_id: the GPU for CUDA artifacts; sha256: its pinned digest).")
       .def_static(
           "load_bytes",
-          [](const py::buffer& data, int32_t device_id, const std::string& source, const py::object& sha256) {
+          [](const py::buffer& data, int32_t device_id, const std::string& source, const py::object& sha256,
+             bool hashed) {
             py::buffer_info buf = data.request();  // holds a view of `data` until it goes
             auto g = std::make_shared<Graph>();
             uint64_t size = static_cast<uint64_t>(buf.size) * static_cast<uint64_t>(buf.itemsize);
             std::string pin = sha256.is_none() ? std::string() : sha256.cast<std::string>();
+            if (!hashed && !sha256.is_none()) {
+              throw std::invalid_argument("load_bytes: a pinned digest is of hashed bytes (hashed=True)");
+            }
             nogil([&] {
+              if (!hashed) return hidet_graph_load_built(buf.ptr, size, source.c_str(), device_id, &g->handle);
               return hidet_graph_load_from_memory_pinned(buf.ptr, size, source.c_str(), device_id,
                                                          sha256.is_none() ? nullptr : pin.c_str(), &g->handle);
             });
             return g;
           },
           py::arg("data"), py::arg("device_id") = 0, py::arg("source") = "<memory>", py::arg("sha256") = py::none(),
+          py::arg("hashed") = true,
           "Load an artifact from its bytes; `source` names it in error messages; `sha256` (64 hex digits) "
-          "pins the bytes' digest.")
+          "pins the bytes' digest; `hashed` False: bytes this process built without entry hashes "
+          "(hidet_graph_load_built).")
       .def_property_readonly(
           "description",
           [](const Graph& g) {

@@ -37,8 +37,10 @@ class Container {
   // `pinned_sha256` (64 hex digits, or nullptr for none): the whole file's pinned SHA-256, checked before
   // anything else is read (docs/runtime.md, "Trust").
   static std::unique_ptr<Container> open_file(const std::string& path, const char* pinned_sha256 = nullptr);
+  // `check_hashes` false: the entries' hashes are neither read nor checked (bytes the caller's process has just
+  // written with none: hidet_graph_load_built); everything else is checked as always.
   static std::unique_ptr<Container> from_memory(const void* data, uint64_t size, std::string source = "<memory>",
-                                                const char* pinned_sha256 = nullptr);
+                                                const char* pinned_sha256 = nullptr, bool check_hashes = true);
   ~Container();
   Container(const Container&) = delete;
   Container& operator=(const Container&) = delete;
@@ -49,7 +51,7 @@ class Container {
 
  private:
   Container() = default;
-  void parse(const uint8_t* data, uint64_t size);
+  void parse(const uint8_t* data, uint64_t size, bool check_hashes = true);
   std::string source_;
   std::vector<Entry> entries_;
   void* mapping_ = nullptr;  // munmap'ed by the destructor

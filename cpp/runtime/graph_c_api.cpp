@@ -81,6 +81,16 @@ int hidet_graph_load_from_memory(const void* data, uint64_t size, const char* so
   API_END();
 }
 
+int hidet_graph_load_built(const void* data, uint64_t size, const char* source_name, int32_t device_id,
+                           HidetGraphHandle* out_graph) {
+  API_BEGIN();
+  CHECK_NOT_NULL(out_graph);
+  auto container = hidet::artifact::Container::from_memory(data, size, source_name != nullptr ? source_name : "<memory>",
+                                                           nullptr, /*check_hashes=*/false);
+  *out_graph = new HidetGraph_{hidet::Graph::load(*container, device_id)};
+  API_END();
+}
+
 int hidet_graph_load_pinned(const char* path, int32_t device_id, const char* sha256, HidetGraphHandle* out_graph) {
   API_BEGIN();
   CHECK_NOT_NULL(path);

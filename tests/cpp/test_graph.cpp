@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
 #include <string>
 #include <thread>
 #include <unistd.h>
@@ -257,6 +258,28 @@ TEST(GraphErrors, FlippedBytes) {
   bad = data;
   bad[data.size() - 100] ^= 1;
   EXPECT_CONTAINS(load_error(bad), "artifact g.hidet is corrupt: hash mismatch in kernels/0.so");
+}
+
+// Bytes a process has just built without entry hashes (hidet.runtime.artifact.write(..., hashes=False)) load
+// through hidet_graph_load_built, which checks everything but the hashes; hidet_graph_load_from_memory checks them.
+TEST(GraphCpu, BuiltBytesLoadWithoutHashes) {
+  std::string data = artifact();
+  uint32_t count = 0;
+  std::memcpy(&count, data.data() + 12, 4);
+  for (uint32_t i = 0, pos = 16; i < count; ++i) {
+    uint32_t n = 0;
+    std::memcpy(&n, data.data() + pos, 4);
+    std::memset(&data[pos + 4 + n + 16], 0, 8);  // the entry's hash
+    pos += 4 + n + 24;
+  }
+  EXPECT_CONTAINS(load_error(data), "artifact g.hidet is corrupt: hash mismatch in manifest.json");
+  HidetGraphHandle g = nullptr;
+  ASSERT_EQ(hidet_graph_load_built(data.data(), data.size(), "g.hidet", 0, &g), 0) << hidet_get_last_error();
+  run_and_check(g, 1.0f, 100.0f);
+  hidet_graph_free(g);
+  std::string truncated = data.substr(0, data.size() - 1);  // the rest is checked as always
+  EXPECT_EQ(hidet_graph_load_built(truncated.data(), truncated.size(), "g.hidet", 0, &g), -1);
+  EXPECT_CONTAINS(std::string(hidet_get_last_error()), "is truncated");
 }
 
 TEST(GraphErrors, Manifest) {

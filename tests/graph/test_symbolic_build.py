@@ -109,7 +109,7 @@ def test_shape_expressions_in_the_manifest(tmp_path):
 
 
 def open_bytes(compiled) -> bytes:
-    return compiled._data
+    return bytes(compiled.artifact_bytes())
 
 
 def test_symbolic_artifact_served_from_cpp_at_two_batch_sizes(examples_build, tmp_path):

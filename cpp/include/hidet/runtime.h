@@ -264,6 +264,16 @@ HIDET_API int hidet_graph_load_from_memory(const void* data, uint64_t size, cons
                                            int32_t device_id, HidetGraphHandle* out_graph);
 
 /*!
+ * \brief hidet_graph_load_from_memory for the bytes of an artifact the calling process has just built in memory,
+ * whose entries carry no hashes (hidet.runtime.artifact.write(..., hashes=False): a large model's weights hashed
+ * on writing and again on loading, at about 1 GB/s, only to hand them from Python to the runtime): everything
+ * but the entries' hashes is checked as always. Bytes from a file or another process take
+ * hidet_graph_load_from_memory, which checks the hashes.
+ */
+HIDET_API int hidet_graph_load_built(const void* data, uint64_t size, const char* source_name, int32_t device_id,
+                                     HidetGraphHandle* out_graph);
+
+/*!
  * \brief hidet_graph_load, loading only the artifact whose SHA-256 is `sha256` (digest pinning; see
  * docs/runtime.md, "Trust"): the whole file's digest is computed and compared before any of it is
  * read, so a file that is not the pinned one is an error naming the file and both digests, e.g.

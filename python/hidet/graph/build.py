@@ -154,7 +154,9 @@ def build_flow_graph(graph: FlowGraph, space: int, input_names: Optional[Sequenc
     for kernel, module in zip(kernels, modules):
         with open(module.path, 'rb') as f:
             entries.append((kernel['library'], f.read()))
-    return CompiledGraph(artifact.write(entries))
+    # (the runtime takes the bytes straight from here: no entry hashes, which a large model's weights took a
+    # second each to compute and again to check; CompiledGraph.save adds them)
+    return CompiledGraph(artifact.write(entries, hashes=False), hashed=False)
 
 
 def _plan_arena(tensors: List[dict], instructions: List[dict]) -> int:

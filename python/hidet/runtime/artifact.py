@@ -69,10 +69,12 @@ def _byte_view(part) -> memoryview:
     return view if view.format == 'B' and view.ndim == 1 else view.cast('B')
 
 
-def write(entries: List[Tuple[str, object]]) -> bytearray:
+def write(entries: List[Tuple[str, object]], hashes: bool = True) -> bytearray:
     """The container bytes holding ``entries`` (name, data) in order. An entry's data is bytes-like or a list of
     parts (bytes-like or numpy arrays) that it concatenates: a graph's weights go from their arrays straight to
-    their place, copied once (gpt2's 500 MB of float32 weights were copied five times and took 3.1 s here)."""
+    their place, copied once (gpt2's 500 MB of float32 weights were copied five times and took 3.1 s here).
+    ``hashes`` False: the entries' hashes are left 0, for bytes handed straight to the runtime in this process
+    (hidet_graph_load_built); ``add_hashes`` fills them in before such bytes go anywhere else."""
     parts_of = [list(data) if isinstance(data, (list, tuple)) else [data] for _, data in entries]
     views_of = [[_byte_view(p) for p in parts] for parts in parts_of]
     sizes = [sum(v.nbytes for v in views) for views in views_of]
@@ -91,11 +93,23 @@ def write(entries: List[Tuple[str, object]]) -> bytearray:
                 view[pos:pos + v.nbytes] = v
                 pos += v.nbytes
             raw = name.encode()
-            headers.append(struct.pack('<I', len(raw)) + raw +
-                           struct.pack('<QQQ', at, size, fnv1a64(view[at:at + size])))
+            digest = fnv1a64(view[at:at + size]) if hashes else 0
+            headers.append(struct.pack('<I', len(raw)) + raw + struct.pack('<QQQ', at, size, digest))
         head = MAGIC + struct.pack('<II', CONTAINER_VERSION, len(entries)) + b''.join(headers)
         view[:len(head)] = head
     return out
+
+
+def add_hashes(data: bytearray) -> None:
+    """Fill in the entry hashes of container ``data`` written with ``write(..., hashes=False)``, in place."""
+    _, count = struct.unpack_from('<II', data, 8)
+    pos = 16
+    with memoryview(data) as view:
+        for _ in range(count):
+            (n,) = struct.unpack_from('<I', data, pos)
+            offset, size, _ = struct.unpack_from('<QQQ', data, pos + 4 + n)
+            struct.pack_into('<Q', data, pos + 4 + n + 16, fnv1a64(view[offset:offset + size]))
+            pos += 4 + n + 24
 
 
 def read(data: bytes, source: str = '<memory>') -> Dict[str, bytes]:

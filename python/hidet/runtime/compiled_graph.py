@@ -57,13 +57,16 @@ class CompiledGraph:
     the container and the manifest (docs/artifact.md) before returning: a damaged file is one
     HidetRuntimeError naming the file, the entry and the field, never a KeyError from a raw manifest.
     ``data``: the artifact's bytes (bytes-like: artifact.write gives a bytearray, a file's read gives bytes);
-    ``sha256`` (64 hex digits) pins the bytes' digest (docs/runtime.md, "Trust")."""
+    ``sha256`` (64 hex digits) pins the bytes' digest (docs/runtime.md, "Trust"). ``hashed`` False: bytes this
+    process has just built with ``artifact.write(..., hashes=False)`` (a bytearray): loaded without their entry
+    hashes, which ``save`` fills in before they reach a file."""
 
-    def __init__(self, data, source: str = '<memory>', sha256: Optional[str] = None):
+    def __init__(self, data, source: str = '<memory>', sha256: Optional[str] = None, hashed: bool = True):
         # device_id matters only for CUDA artifacts; the loader ignores it for CPU ones.
         device_id = current_device()
-        self._graph = _C.Graph.load_bytes(data, device_id, str(source), sha256)
+        self._graph = _C.Graph.load_bytes(data, device_id, str(source), sha256, hashed)
         self._data = data
+        self._hashed = hashed
         self._source = str(source)
         info = self._graph.description
         self.format_version: int = info['format_version']
@@ -212,8 +215,16 @@ class CompiledGraph:
         path = os.fspath(path)
         tmp = f'{path}.tmp{os.getpid()}'
         with open(tmp, 'wb') as f:
-            f.write(self._data)
+            f.write(self.artifact_bytes())
         os.replace(tmp, path)
+
+    def artifact_bytes(self):
+        """The artifact's bytes (bytes-like), as ``save`` writes them: a graph built in this process gets its entry
+        hashes on the first call (it was loaded without them)."""
+        if not self._hashed:
+            artifact.add_hashes(self._data)
+            self._hashed = True
+        return self._data
 
     @property
     def num_kernels(self) -> int:
