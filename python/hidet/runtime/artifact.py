@@ -72,7 +72,7 @@ def _byte_view(part) -> memoryview:
 def write(entries: List[Tuple[str, object]], hashes: bool = True) -> bytearray:
     """The container bytes holding ``entries`` (name, data) in order. An entry's data is bytes-like or a list of
     parts (bytes-like or numpy arrays) that it concatenates: a graph's weights go from their arrays straight to
-    their place, copied once (gpt2's 500 MB of float32 weights were copied five times and took 3.1 s here).
+    their place, copied once (gpt2's 500 MB of float32 weights had been copied five times: 3.1 s on a 2-core CPU).
     ``hashes`` False: the entries' hashes are left 0, for bytes handed straight to the runtime in this process
     (hidet_graph_load_built); ``add_hashes`` fills them in before such bytes go anywhere else."""
     parts_of = [list(data) if isinstance(data, (list, tuple)) else [data] for _, data in entries]
