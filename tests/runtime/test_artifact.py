@@ -1,5 +1,6 @@
 """The .hidet artifact: round trips, and clear errors for corrupt, truncated, wrong-version and
 wrong-target files (never a crash)."""
+import ctypes
 import json
 import struct
 
@@ -47,15 +48,22 @@ def test_round_trip(saved):
 
 
 def test_entries_of_parts_are_their_concatenation():
-    # a graph's weights go to write() as their arrays (and padding), copied once into place: the entry reads back
-    # as the concatenation of the parts' bytes, whatever their dtype and rank (bfloat16 as uint16, 0-d)
+    # a graph's weights go to write() as parts (their storage, padding), copied once into place: the entry reads
+    # back as the concatenation of the parts' bytes, whatever their kind, dtype, rank and strides
+    class CopiesItself:  # (a tensor's storage: copied to where write() says)
+        def __init__(self, data: bytes):
+            self.data, self.nbytes = data, len(data)
+
+        def copy_to(self, address: int):
+            ctypes.memmove(address, self.data, self.nbytes)
+
     parts = [np.arange(6, dtype=np.float32).reshape(2, 3), bytes(40), np.array(7, dtype=np.uint16),
-             np.arange(5, dtype=np.int64)[::2].copy()]
+             CopiesItself(b'stored bytes'), np.arange(5, dtype=np.int64)[::2]]
     data = artifact.write([('a', b'head'), ('weights.bin', parts), ('empty', [])])
     entries = artifact.read(bytes(data))
     assert entries['a'] == b'head' and entries['empty'] == b''
-    assert entries['weights.bin'] == b''.join(np.asarray(p).tobytes() if not isinstance(p, bytes) else p
-                                              for p in parts)
+    expected = [p if isinstance(p, bytes) else p.data if isinstance(p, CopiesItself) else p.tobytes() for p in parts]
+    assert entries['weights.bin'] == b''.join(expected)
 
 
 def test_built_graphs_load_without_hashes_and_save_with_them(tmp_path):

@@ -10,7 +10,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 from hidet.backend.compiler import cuda_arch
 from hidet.drivers.build_task import build_tasks
 from hidet.graph.flow_graph import FlowGraph, display_name
-from hidet.graph.tensor import Tensor, _host_values
+from hidet.graph.tensor import Tensor, _copy_stored_bytes
 from hidet.ir.dtypes import data_type
 from hidet.ir.expr import dim_postfix
 from hidet.option import Options, search_level
@@ -86,10 +86,10 @@ def build_flow_graph(graph: FlowGraph, space: int, input_names: Optional[Sequenc
     for t in graph.constants:
         tid = add(t, 'weight')
         tensors[tid]['offset'] = weights_nbytes
-        values = _host_values(t)
-        pad = -values.nbytes % artifact.ALIGN
-        weight_parts += [values, bytes(pad)] if pad else [values]
-        weights_nbytes += values.nbytes + pad
+        stored = _StoredBytes(t)
+        pad = -stored.nbytes % artifact.ALIGN
+        weight_parts += [stored, bytes(pad)] if pad else [stored]
+        weights_nbytes += stored.nbytes + pad
 
     # Node outputs: the graph's outputs (first occurrence) go straight to the caller's buffers.
     output_ids = {}
@@ -157,6 +157,17 @@ def build_flow_graph(graph: FlowGraph, space: int, input_names: Optional[Sequenc
     # (the runtime takes the bytes straight from here: no entry hashes, which a large model's weights took a
     # second each to compute and again to check; CompiledGraph.save adds them)
     return CompiledGraph(artifact.write(entries, hashes=False), hashed=False)
+
+
+class _StoredBytes:
+    """A constant's stored bytes as a part of artifact.write: copied from the tensor's storage (host or device)
+    straight into the artifact's buffer, with no array between."""
+
+    def __init__(self, tensor: Tensor):
+        self.tensor, self.nbytes = tensor, tensor.nbytes
+
+    def copy_to(self, address: int) -> None:
+        _copy_stored_bytes(self.tensor, address)
 
 
 def _plan_arena(tensors: List[dict], instructions: List[dict]) -> int:

@@ -425,6 +425,16 @@ def _host_values(t: Tensor) -> np.ndarray:
     return out
 
 
+def _copy_stored_bytes(t: Tensor, address: int) -> None:
+    """Copy the tensor's stored bytes (``t.nbytes`` of them, its dtype's host storage type) to host memory at
+    ``address``: _host_values without the array (a graph's weights go straight into the artifact's bytes)."""
+    src = t._require_storage('read values')
+    if t.nbytes:
+        _C.memcpy(address, src.addr, t.nbytes)
+        if t.device.is_cuda():
+            _C.cuda_device_synchronize(t.device.id)
+
+
 def _from_host_values(values: np.ndarray, dtype: DataType, device: Device) -> Tensor:
     """A new tensor on ``device`` holding ``values`` (already in ``dtype``'s host storage type)."""
     values = np.asarray(values, dtype=dtype.storage_np_dtype, order='C')  # (ascontiguousarray makes 0-d 1-d)

@@ -62,21 +62,28 @@ def _align(n: int) -> int:
 
 
 def _byte_view(part) -> memoryview:
-    """``part`` (bytes-like, or a C-contiguous numpy array) as a flat view of its bytes."""
+    """``part`` (bytes-like, or a numpy array) as a flat view of its bytes."""
     if isinstance(part, np.ndarray):
         return memoryview(np.ascontiguousarray(part).reshape(-1).view(np.uint8))
     view = memoryview(part)
     return view if view.format == 'B' and view.ndim == 1 else view.cast('B')
 
 
+def _copies_itself(part) -> bool:
+    """Whether ``part`` copies its bytes where it is told (``nbytes``, ``copy_to(address)``: a tensor's storage)."""
+    return hasattr(part, 'copy_to')
+
+
 def write(entries: List[Tuple[str, object]], hashes: bool = True) -> bytearray:
     """The container bytes holding ``entries`` (name, data) in order. An entry's data is bytes-like or a list of
-    parts (bytes-like or numpy arrays) that it concatenates: a graph's weights go from their arrays straight to
-    their place, copied once (gpt2's 500 MB of float32 weights had been copied five times: 3.1 s on a 2-core CPU).
+    parts that it concatenates: bytes-like objects, numpy arrays, or objects with ``nbytes`` and
+    ``copy_to(address)`` that copy their bytes to host memory (a graph's weights, from their tensors' storage on
+    the host or a GPU straight into place: gpt2's 500 MB of float32 weights had been copied six times, 4 s on a
+    2-core CPU).
     ``hashes`` False: the entries' hashes are left 0, for bytes handed straight to the runtime in this process
     (hidet_graph_load_built); ``add_hashes`` fills them in before such bytes go anywhere else."""
     parts_of = [list(data) if isinstance(data, (list, tuple)) else [data] for _, data in entries]
-    views_of = [[_byte_view(p) for p in parts] for parts in parts_of]
+    views_of = [[p if _copies_itself(p) else _byte_view(p) for p in parts] for parts in parts_of]
     sizes = [sum(v.nbytes for v in views) for views in views_of]
     header_size = 16 + sum(4 + len(name.encode()) + 24 for name, _ in entries)
     offsets, offset = [], _align(header_size)
@@ -85,12 +92,16 @@ def write(entries: List[Tuple[str, object]], hashes: bool = True) -> bytearray:
         offset = _align(offset + size)
     end = offsets[-1] + sizes[-1] if entries else _align(header_size)
     out = bytearray(end)  # no padding after the last entry: any truncation cuts into data
+    base = np.frombuffer(out, dtype=np.uint8).ctypes.data if end else 0
     with memoryview(out) as view:
         headers = []
         for (name, _), views, at, size in zip(entries, views_of, offsets, sizes):
             pos = at
             for v in views:
-                view[pos:pos + v.nbytes] = v
+                if _copies_itself(v):
+                    v.copy_to(base + pos)
+                else:
+                    view[pos:pos + v.nbytes] = v
                 pos += v.nbytes
             raw = name.encode()
             digest = fnv1a64(view[at:at + size]) if hashes else 0
