@@ -4,11 +4,13 @@ import os
 import re
 import subprocess
 import sys
+from types import SimpleNamespace
 
 import pytest
 
 import hidet
 from hidet.cli import main
+from hidet.cli.bench import _exclusive_times
 
 
 def test_paths(capsys):
@@ -184,10 +186,6 @@ def test_bench_profile_and_default_backends(capsys):
 def test_kernel_times_count_overlaps_once():
     # programmatic dependent launch: a kernel's blocks start (and wait) before the one before it ends; its time
     # then runs from that end, and the total is the time the GPU was busy
-    from types import SimpleNamespace
-
-    from hidet.cli.bench import _exclusive_times
-
     def event(name, start, end):
         return SimpleNamespace(name=name, time_range=SimpleNamespace(start=start, end=end))
 

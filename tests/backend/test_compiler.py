@@ -1,5 +1,7 @@
 """hidet.option and the compiler drivers: finding compilers, their flags, CUDA builds without a GPU."""
+import json
 import os
+import re
 import shutil
 import stat
 import struct
@@ -14,6 +16,8 @@ import hidet.option
 from hidet.backend import compiler
 from hidet.backend.cache import build_library
 from hidet.backend.compiler import CompilerNotFoundError
+from hidet.drivers.build_task import task_sources
+from tests.graph.ops.matmul_cases import matmul_task
 
 CUDA_SOURCE = r'''
 #include <hidet/kernel_abi.h>
@@ -202,11 +206,6 @@ def test_every_kernel_waits_for_the_kernels_before_it_and_launches_through_hidet
     statement waits for the grids before it (hidet::dependent_launch_prologue), before any memory access; and every
     launch goes through hidet::launch (the attribute), none through <<<>>>: the matmul template's (Hidet Script,
     TMA) and the auto-scheduler's (a vectorized kernel and its scalar fallback)."""
-    import re
-
-    from hidet.drivers.build_task import task_sources
-    from tests.graph.ops.matmul_cases import matmul_task
-
     with hidet.option.context(cuda_arch='sm_90'):
         task = matmul_task([256, 128], [128, 64])
         relu = hidet.ops.relu(hidet.symbol([64, 128], 'float16', 'cuda')).trace[0].task
@@ -236,9 +235,6 @@ def test_cpu_kernel_libraries_use_nothing_of_the_cpp_runtime(tmp_path):
 def test_cuda_kernel_libraries_use_nothing_of_the_cpp_runtime(tmp_path):
     """The same for CUDA libraries (compiled, not run): the matmul template's (TMA tensor maps, whose driver entry
     points are cached without a guarded static) and the auto-scheduler's, whose launch stubs nvcc writes."""
-    from hidet.drivers.build_task import task_sources
-    from tests.graph.ops.matmul_cases import matmul_task
-
     readelf = shutil.which('readelf')
     if readelf is None:
         pytest.skip('no readelf (binutils) to read the libraries')
@@ -263,11 +259,6 @@ def test_cuda_sources_without_bfloat16_skip_its_header(tmp_path):
     """A CUDA source that never names bfloat16 builds with HIDET_NO_BF16 (hidet/kernel/cuda.h then skips
     cuda_bf16.h, a fifth of a small kernel's nvcc time); one that does builds without it, and both compile
     (the auto-scheduler's and a Hidet Script template's float16 kernels, and a bfloat16 one)."""
-    import json
-
-    from hidet.drivers.build_task import task_sources
-    from tests.graph.ops.matmul_cases import matmul_task
-
     _nvcc_or_skip()
     tasks = [(matmul_task([256, 128], [128, 64]), 'cuda')]  # (float16: the tensor-core template)
     tasks += [(hidet.ops.relu(hidet.symbol([37, 53], dtype, 'cuda')).trace[0].task, 'cuda')
