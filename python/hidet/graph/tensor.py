@@ -416,18 +416,15 @@ def _copy_to_device(t: Tensor, target: Device) -> Tensor:
 
 def _host_values(t: Tensor) -> np.ndarray:
     """The values as a numpy array in the dtype's host storage type (bfloat16 as uint16 bit patterns)."""
-    src = t._require_storage('read values')
+    t._require_storage('read values')  # (before the array: a symbolic tensor's shape has no size)
     out = np.empty(t.shape, dtype=t.dtype.storage_np_dtype)
-    if out.nbytes:
-        _C.memcpy(out.ctypes.data, src.addr, out.nbytes)
-        if t.device.is_cuda():
-            _C.cuda_device_synchronize(t.device.id)
+    _copy_stored_bytes(t, out.ctypes.data)
     return out
 
 
 def _copy_stored_bytes(t: Tensor, address: int) -> None:
     """Copy the tensor's stored bytes (``t.nbytes`` of them, its dtype's host storage type) to host memory at
-    ``address``: _host_values without the array (a graph's weights go straight into the artifact's bytes)."""
+    ``address`` (a graph's weights go straight into the artifact's bytes this way, with no array between)."""
     src = t._require_storage('read values')
     if t.nbytes:
         _C.memcpy(address, src.addr, t.nbytes)
