@@ -110,7 +110,8 @@ class _Compiled:
     """One input signature's build: which outputs come from the CompiledGraph and which are fixed; and, fixed
     by the signature too, the graph's device and which inputs move to it (so a call need not look again)."""
 
-    def __init__(self, runner, out_spec, num_graph_outputs: int, flow_graph=None, compiled_graph=None):
+    def __init__(self, runner, out_spec, num_graph_outputs: int, flow_graph=None, compiled_graph=None,
+                 write_back: Sequence[Tuple[int, int]] = ()):
         self.runner = runner              # callable(list of torch tensors) → list of torch tensors
         self.out_spec = out_spec          # the output structure, graph outputs as _Out leaves
         self.num_graph_outputs = num_graph_outputs
@@ -120,7 +121,7 @@ class _Compiled:
         self.moves: List[Optional[bool]] = []  # per real input: None (not a tensor), moves to the device or not
         self.state = _State(())  # the model-state tensors (parameters, buffers) it was built from, baked in
         # (position in the call's arguments, graph output): inputs the graph updates in place, copied back after a run
-        self.write_back: List[Tuple[int, int]] = []
+        self.write_back = list(write_back)
         self.outputs = _structure_builder(out_spec)  # callable(graph outputs) → the output structure
 
 
@@ -324,9 +325,7 @@ class CompiledFx:
         runner = compiled_graph.run
         if self.config.use_cuda_graph and compiled_graph.target == 'cuda':
             runner = compiled_graph.cuda_graph().run
-        compiled = _Compiled(runner, out_spec, num_outputs, optimized, compiled_graph)
-        compiled.write_back = write_back
-        return compiled
+        return _Compiled(runner, out_spec, num_outputs, optimized, compiled_graph, write_back)
 
     def _dump_dir(self) -> Optional[str]:
         if not self.config.dump_graph_ir:
