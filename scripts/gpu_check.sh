@@ -17,8 +17,9 @@
 #          inductor reduce-overhead and eager, compiled cold: latency, compile time, accuracy; resumes from
 #          $LOG_DIR/suite), resnet50 (its 22 convolutions at batch 32 against cuDNN, bare and with a residual
 #          block's epilogue, then the model at batch 32 with its kernel table), tuned (hidet default and tuned
-#          against inductor's reduce-overhead and max-autotune in one run, one model at a time: TUNED_MODELS, TUNED_TIMEOUT each; resumes from $LOG_DIR/tuned; and each
-#          model's tuned tasks, default config against the best found: tuning_<model>.log), ab (AB_COMMAND run on
+#          against inductor's reduce-overhead and max-autotune in one run, one model at a time: TUNED_MODELS,
+#          TUNED_TIMEOUT each; resumes from $LOG_DIR/tuned; and each model's tuned tasks, default config against
+#          the best found: tuning_<model>.log), ab (AB_COMMAND run on
 #          this tree, then again with AB_PATCH applied and the package reinstalled: a branch against main in one
 #          call; AB_TIMEOUT each).
 #          Default: core bench.
@@ -50,6 +51,7 @@ echo "== quick start"
 
 PARALLEL=$(python3 -c 'import xdist' 2>/dev/null && echo "-n $(nproc) -p no:benchmark" || true)
 MODEL_TESTS="tests/frontend/torch/test_gpu.py::test_torchvision tests/frontend/torch/test_gpu.py::test_transformers tests/frontend/onnx/test_gpu_models.py"
+deselect=""; for t in $MODEL_TESTS; do deselect="$deselect --deselect $t"; done  # (the core stages: not these)
 run_pytest() {  # name timeout args...
   local name=$1 limit=$2; shift 2
   local t=$(date +%s)
@@ -64,12 +66,10 @@ for stage in $STAGES; do
   case $stage in
     core)
       echo "== cuda tests (all but the model suites)"
-      deselect=""; for t in $MODEL_TESTS; do deselect="$deselect --deselect $t"; done
       run_pytest pytest_core "${TEST_TIMEOUT:-360}" "$ROOT/tests" -m cuda $deselect ;;
     core-ops|core-rest)
       # the core stage in two halves, for two calls (all of it took ~9 minutes on 16 cores of an H100 machine):
       # the op tests and PyTorch's OpInfo samples, then everything else
-      deselect=""; for t in $MODEL_TESTS; do deselect="$deselect --deselect $t"; done
       ops="$ROOT/tests/graph/ops $ROOT/tests/frontend/torch/test_opinfo.py"
       if [ "$stage" = core-ops ]; then
         echo "== cuda tests: ops and OpInfo"
