@@ -3,6 +3,7 @@ compute definition through the auto-scheduler, and the graph pass that rewrites 
 matmul into it (hidet/graph/transforms/fuse_attention.py). Everything against torch on random data."""
 import math
 import os
+from dataclasses import replace
 
 import pytest
 import torch
@@ -153,17 +154,54 @@ def test_tensor_core_kernel_space_and_sources_compile_with_nvcc():
     wg_sources = []
     for case in MMA_CASES:
         t = find_attention_template(_mma_task(*case, device='cpu'), 'cuda', 'sm_90')
-        wg = [c for c in t.space(2) if c.wgmma]
+        wg = [c for c in t.space(2) if c.wgmma and not c.tma]
         assert len(wg) == (4 if case[3] in (64, 128) and case[4] in (64, 128) else 0), t.title
+        # static sizes, contiguous inputs: each has its TMA twin (a producer warp, a ring of k and v buffers)
+        assert [replace(c, tma=True) for c in wg] == [c for c in t.space(2) if c.tma], t.title
         assert not [c for c in find_attention_template(_mma_task(*case, device='cpu'), 'cuda', 'sm_80').space(2)
                     if c.wgmma]
-        wg_sources += [t.source(c) for c in wg[::3]]  # (64 rows in tiles of 64 keys, 128 in tiles of 128)
-    assert len(wg_sources) == 4 and all('wgmma_m64k16_rs' in s for s in wg_sources)
+        # (64 rows in tiles of 64 keys, 128 in tiles of 128; with cp.async and with TMA)
+        wg_sources += [t.source(c) for c in wg[::3]] + [t.source(replace(c, tma=True)) for c in wg[::3]]
+    assert len(wg_sources) == 8 and all('wgmma_m64k16_rs' in s for s in wg_sources)
+    assert sum('tma_load(' in s and 'cp_async' not in s for s in wg_sources) == 4
     with hidet.option.context(cuda_arch='sm_90'):
         paths = build_libraries([(s, 'cuda', 'attention-template-test') for s in sources + wg_sources])
     with hidet.option.context(cuda_arch='sm_80'):
         paths += build_libraries([(sources[0], 'cuda', 'attention-template-test')])
     assert all(os.path.exists(p) for p in paths)
+
+
+def test_tma_maps_of_strided_heads():
+    """How TMA copies q, k, v rows (wgmma.tma_layout): contiguous batch dimensions merge into one; heads read in
+    place from a QKV projection (head stride = head size) join the row's columns; a broadcast dimension (stride
+    0) takes no part; three dimensions that do not merge have no map."""
+    from types import SimpleNamespace
+
+    from hidet.ir.dtypes import float16
+    from hidet.ir.expr import SymbolVar, evaluate_dim
+    from hidet.kernels.attention.wgmma import tma_layout
+
+    def layout(batch_shape, logical, offset, strides, b, col, row):
+        shape = SimpleNamespace(layouts=[(logical, offset, strides)], batch_shape=batch_shape, in_dtype=float16)
+        found = tma_layout(shape, 0)
+        if found is None:
+            return None
+        dims, byte_strides, off, coords = found
+        var = SymbolVar('b')
+        return dims, byte_strides, off, [evaluate_dim(x, {'b': b}) for x in coords(var, col, row)]
+
+    # [2, 3, 77, 64] contiguous: one batch dimension of 6; entry 4 (batch 1, head 1), column 0, row 5
+    assert layout((2, 3), (2, 3, 77, 64), 0, (3 * 77 * 64, 77 * 64, 64, 1), 4, 0, 5) == \
+        ([64, 77, 6], [128, 77 * 64 * 2], 0, [0, 5, 4])
+    # gpt2's k read from the QKV projection [2, 9, 3 * 4 * 64] as [2, 4, 9, 64]: heads side by side in a row
+    qkv_row = 3 * 4 * 64
+    assert layout((2, 4), (2, 4, 9, 64), 4 * 64, (9 * qkv_row, 64, qkv_row, 1), 6, 64, 3) == \
+        ([4 * 64, 9, 2], [qkv_row * 2, 9 * qkv_row * 2], 256, [2 * 64 + 64, 3, 1])
+    # a head dimension broadcast (stride 0): the map has the batch dimension alone
+    assert layout((2, 4), (2, 4, 9, 64), 0, (9 * 64, 0, 64, 1), 6, 0, 2) == ([64, 9, 2], [128, 9 * 128], 0,
+                                                                            [0, 2, 1])
+    # three batch dimensions that do not merge
+    assert layout((2, 3, 5), (2, 3, 5, 9, 64), 0, (10000, 3000, 128, 64 * 3, 1), 0, 0, 0) is None
 
 
 @pytest.mark.cuda

@@ -39,6 +39,7 @@ class AttentionConfig:
     rows: int  # query rows per CUDA block (a warp per row, with mma 16 per warp, with wgmma 64 a warpgroup)
     keys: int = 0  # mma / wgmma: keys per tile (0: the fp32 kernel, a tile of 32)
     wgmma: bool = False  # sm_90: the warpgroup kernel (wgmma.py) instead of mma.sync's (mma.py)
+    tma: bool = False  # (wgmma) k and v copied by TMA from a producer warp into a ring of buffers
 
     @property
     def mma(self) -> bool:
@@ -46,7 +47,7 @@ class AttentionConfig:
 
     def name(self) -> str:
         if self.wgmma:
-            return f'wg_r{self.rows}_k{self.keys}'
+            return f'wg_r{self.rows}_k{self.keys}' + ('_tma' if self.tma else '')
         return f'mma_r{self.rows}_k{self.keys}' if self.mma else f'r{self.rows}'
 
     def as_dict(self) -> dict:
@@ -307,6 +308,9 @@ class AttentionTemplate(Template):
             if self._takes_wgmma():
                 configs += [AttentionConfig(r, k, True) for r in wgmma.WG_ROWS for k in wgmma.WG_KEYS
                             if wgmma.smem_bytes(self.shape, r, k) <= wgmma.MAX_SMEM]
+                if not wgmma.tma_unsupported(self.shape):  # each one's TMA twin
+                    configs += [AttentionConfig(r, k, True, True) for r in wgmma.WG_ROWS for k in wgmma.WG_KEYS
+                                if wgmma.tma_smem_bytes(self.shape, r, k) <= wgmma.MAX_SMEM]
             return configs
         return [AttentionConfig(8)] if level == 0 else [AttentionConfig(r) for r in (8, 4, 16)]
 
