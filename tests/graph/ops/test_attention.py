@@ -204,6 +204,22 @@ def test_tma_maps_of_strided_heads():
     assert layout((2, 3, 5), (2, 3, 5, 9, 64), 0, (10000, 3000, 128, 64 * 3, 1), 0, 0, 0) is None
 
 
+def test_causal_blocks_run_longest_first():
+    """Causal attention's blocks take the query tiles from the last (the most keys) to the first, every batch
+    entry's longest tile first (the grid: batch entries along x, tiles along y, counted down); others keep a batch
+    entry's tiles together (tiles along x). Both kernels, mma.sync's and the warpgroup one."""
+    import re
+
+    for arch in ('sm_80', 'sm_90'):
+        for kind, grid in (('causal', (96, 8)), ('none', (8, 96))):
+            t = find_attention_template(_mma_task([8, 12], 512, 512, 64, 64, 'float16', kind, device='cpu'), 'cuda',
+                                        arch)
+            source = t.source(t.default())
+            dims = re.search(r'dim3 grid_\(\(unsigned\)\((\d+)ll\), \(unsigned\)\((\d+)ll\)', source)
+            assert dims and tuple(map(int, dims.groups())) == grid, (arch, kind, t.default().name())
+            assert ('(int32_t(7) - ((int32_t)blockIdx.y))' in source) == (kind == 'causal'), (arch, kind)
+
+
 @pytest.mark.cuda
 @pytest.mark.parametrize('case', MMA_CASES, ids=str)
 def test_tensor_core_kernel_every_config_matches_torch(case):

@@ -52,6 +52,20 @@ def smem_bytes(shape, rows: int, keys: int) -> int:
 FULL = 0xFFFFFFFF  # every lane of a warp (shuffles)
 
 
+def block_order(shape, rows: int):
+    """The grid of a kernel of ``rows`` query rows a block, and (as functions called in its script) the block's
+    flat batch entry and first query row. Causal attention's blocks take the query tiles from the last (the most
+    keys) to the first, every batch entry's longest tile before any shorter one: the blocks that run last are
+    short, not a whole row of keys (FlashAttention's order; with equal work per block, the order of a batch
+    entry's tiles together)."""
+    from hidet.lang.cuda import blockIdx  # (Hidet Script loads when a kernel is built)
+
+    tiles = (shape.sq + (rows - 1)) // rows
+    if shape.causal:
+        return (shape.batch, tiles), lambda: blockIdx.x, lambda: (tiles - 1 - blockIdx.y) * rows
+    return (tiles, shape.batch), lambda: blockIdx.y, lambda: blockIdx.x * rows
+
+
 def online_softmax(shape, keys: int):
     """The online softmax of a warp's 16 query rows, as Hidet Script macros that both kernels take (this module's
     and wgmma.py's: their scores lie alike, as m16n8 accumulators, the lane's rows row0 and row0 + 8):
@@ -161,7 +175,7 @@ def build_module(shape, cfg, name: str):
     # templates through the fusion policy, stays light)
     import hidet
     from hidet.lang import attr, f32, i64, register_tensor, view
-    from hidet.lang.cuda import (blockIdx, cp_async, cp_async_commit_group, cp_async_wait_group,
+    from hidet.lang.cuda import (cp_async, cp_async_commit_group, cp_async_wait_group,
                                  dynamic_shared_memory, ldmatrix, mma_sync, syncthreads, threadIdx)
 
     why = unsupported(shape)
@@ -170,7 +184,7 @@ def build_module(shape, cfg, name: str):
     q, k, v = shape.ins[:3]
     out = shape.out
     dt = shape.in_dtype
-    NB, SQ, SK, D, DV = shape.batch, shape.sq, shape.sk, shape.d, shape.dv
+    SQ, SK, D, DV = shape.sq, shape.sk, shape.d, shape.dv
     ROWS, KEYS = cfg.rows, cfg.keys
     WARPS = ROWS // 16
     THREADS = WARPS * 32
@@ -190,12 +204,13 @@ def build_module(shape, cfg, name: str):
     NT2S, ON2S = list(range(NT // 2)), list(range(ON // 2))
 
     softmax_start, softmax, softmax_finish = online_softmax(shape, KEYS)
+    GRID, block_entry, block_first_row = block_order(shape, ROWS)
 
     with hidet.script_module() as module:
         @hidet.script
         def attention_mma():
             attr.func_name = name
-            attr.cuda_grid_dim = (SQ + (ROWS - 1)) // ROWS, NB
+            attr.cuda_grid_dim = GRID
             attr.cuda_block_dim = THREADS
             attr.cuda_dynamic_smem_bytes = SMEM
             qs = view(dynamic_shared_memory(0, dt), dt[ROWS, QS])
@@ -206,8 +221,8 @@ def build_module(shape, cfg, name: str):
             warp = tid / 32
             g = lane / 4  # the lane's group and index in it (mma fragment layouts)
             t4 = lane % 4
-            b = blockIdx.y
-            q0 = blockIdx.x * ROWS
+            b = block_entry()
+            q0 = block_first_row()
             q_base = i64(shape.base(0, b))
             k_base = i64(shape.base(1, b))
             v_base = i64(shape.base(2, b))

@@ -28,7 +28,7 @@ from __future__ import annotations
 from hidet.ir.expr import SymbolVar, Var, cast
 from hidet.ir.schedulers.lowering import unflatten
 
-from .mma import MMA_DTYPES, online_softmax
+from .mma import MMA_DTYPES, block_order, online_softmax
 
 WG_HEADS = (64, 128)  # head sizes (of q·k and of v) the kernel takes
 WG_ROWS = (64, 128)  # query rows per block: one or two warpgroups
@@ -128,7 +128,7 @@ def build_module(shape, cfg, name: str):
     # templates through the fusion policy, stays light)
     import hidet
     from hidet.lang import attr, f32, i64, register_tensor, view
-    from hidet.lang.cuda import (blockIdx, cp_async, cp_async_commit_group, cp_async_wait_group,
+    from hidet.lang.cuda import (cp_async, cp_async_commit_group, cp_async_wait_group,
                                  dynamic_shared_memory, fence_mbarrier_init, fence_proxy_async, mbarrier_arrive,
                                  mbarrier_arrive_expect_tx, mbarrier_init, mbarrier_wait, shared_tensor,
                                  syncthreads, tensor_map, threadIdx, tma_load, wgmma, wgmma_commit_group,
@@ -140,7 +140,7 @@ def build_module(shape, cfg, name: str):
     q, k, v = shape.ins[:3]
     out = shape.out
     dt = shape.in_dtype
-    NB, SQ, SK, D, DV = shape.batch, shape.sq, shape.sk, shape.d, shape.dv
+    SQ, SK, D, DV = shape.sq, shape.sk, shape.d, shape.dv
     ROWS, KEYS = cfg.rows, cfg.keys
     THREADS = ROWS * 2  # a warpgroup (128 threads) per 64 rows
     WGS = ROWS // 64
@@ -179,12 +179,13 @@ def build_module(shape, cfg, name: str):
     def copy_box(tmap, coords, dst, bar, b, col, row):
         """The TMA copy of the box of ``tmap`` at column ``col`` of row ``row`` of flat batch entry ``b``."""
         return tma_load(dst, tmap, bar, *coords(b, col, row))
+    GRID, block_entry, block_first_row = block_order(shape, ROWS)
 
     with hidet.script_module() as module:
         @hidet.script
         def attention_wgmma():
             attr.func_name = name
-            attr.cuda_grid_dim = (SQ + (ROWS - 1)) // ROWS, NB
+            attr.cuda_grid_dim = GRID
             attr.cuda_block_dim = BLOCK
             attr.cuda_dynamic_smem_bytes = SMEM
             qs = view(dynamic_shared_memory(0, dt, ALIGN), dt[Q_ELEMS])
@@ -201,8 +202,8 @@ def build_module(shape, cfg, name: str):
             wg = warp / 4  # the warpgroup: rows 64 wg .. of the block
             g = lane / 4  # the lane's group and index in it (the accumulators' m16n8 layout)
             t4 = lane % 4
-            b = blockIdx.y
-            q0 = blockIdx.x * ROWS
+            b = block_entry()
+            q0 = block_first_row()
             q_base = i64(shape.base(0, b))
             k_base = i64(shape.base(1, b))
             v_base = i64(shape.base(2, b))
