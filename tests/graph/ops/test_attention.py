@@ -136,12 +136,18 @@ def test_tensor_core_kernel_space_and_sources_compile_with_nvcc():
     large = [find_attention_template(_mma_task(*case, device='cpu'), 'cuda').default().name() for case in
              (([8, 12], 512, 512, 64, 64, 'float16', 'causal'), ([1, 32], 1024, 1024, 128, 128, 'float16', 'causal'))]
     assert large == ['mma_r64_k64', 'mma_r64_k32']
-    # sm_90: those larger problems take the warpgroup kernel (head sizes 64 and 128), the small ones and head
-    # size 80 stay on mma.sync's
+    # sm_90: static sizes with head sizes 64 and 128 take the warpgroup kernel's TMA twin, large or small (keys in
+    # one tile of 128 where they fit one and nothing is causal); symbolic sizes the cp.async kernels (the small
+    # ones mma.sync's); head size 80 stays on mma.sync's
     sm90 = [find_attention_template(_mma_task(*case, device='cpu'), 'cuda', 'sm_90').default().name() for case in
             (([8, 12], 512, 512, 64, 64, 'float16', 'causal'), ([1, 32], 1024, 1024, 128, 128, 'bfloat16', 'add'),
-             ([1, 12], 128, 128, 64, 64, 'float16', 'causal'), ([8, 12], 512, 512, 80, 80, 'float16', 'none'))]
-    assert sm90 == ['wg_r64_k64', 'wg_r64_k64', 'mma_r32_k32', 'mma_r64_k32']
+             ([1, 12], 128, 128, 64, 64, 'float16', 'causal'), ([1, 12], 128, 128, 64, 64, 'float16', 'add'),
+             ([1, 12], 197, 197, 64, 64, 'float16', 'none'), ([8, 12], 512, 512, 80, 80, 'float16', 'none'))]
+    assert sm90 == ['wg_r64_k64_tma', 'wg_r64_k64_tma', 'wg_r64_k64_tma', 'wg_r64_k128_tma', 'wg_r64_k64_tma',
+                    'mma_r64_k32']
+    dynamic = find_attention_template(_mma_task([1, 12], 'seq', 'seq', 64, 64, 'float16', 'causal', device='cpu'),
+                                      'cuda', 'sm_90')
+    assert dynamic.default().name() == 'mma_r64_k64'
     for odd in ([2], 8, 8, 40, 40, 'float16', 'none'), ([2], 8, 8, 64, 64, 'float32', 'none'):
         assert not find_attention_template(_mma_task(*odd), 'cuda').default().mma
     try:

@@ -330,9 +330,19 @@ class AttentionTemplate(Template):
         On sm_90, with those larger problems at static sizes, the warpgroup kernel in 64 rows and tiles of 64 keys
         (wg_r64_k64) where it applies: gpt2 at batch 8 and 512 tokens 32.5 against mma.sync's 35.9 (torch's sdpa
         19.6), bert 61.5 against 69.4 (34.5), head size 128 at 1024 tokens 71.0 against 74.2 (31.4). At batch 1
-        it won only bert's (6.42 in 64 x 128 against 7.51)."""
+        it won only bert's (6.42 in 64 x 128 against 7.51).
+
+        Where TMA can copy k and v (static sizes, wgmma.tma_unsupported), the TMA twin at every size: 64 rows, 64
+        keys, or 128 keys when one tile takes every key of a non-causal problem. H100, µs against the cp.async
+        default: gpt2 at batch 8 and 512 tokens 27.7 against 33.5 (sdpa 18.9), bert 58.9 against 60.4 (34.4),
+        head size 128 at 1024 tokens, causal, 41.8 against 53.8 (32.2); at batch 1 gpt2 5.15 against mma.sync's
+        32 x 32 5.63, vit 6.74 against 7.45, llama 5.17 against 5.62, bert 4.88 in 64 x 128 (5.96 in 64 x 64)
+        against 6.88."""
         shape = self.shape
         static = all(isinstance(x, int) for x in (shape.batch, shape.sq, shape.sk))
+        if static and self._takes_wgmma() and not wgmma.tma_unsupported(shape):
+            one_tile = not shape.causal and shape.sk <= 128 and wgmma.tma_smem_bytes(shape, 64, 128) <= wgmma.MAX_SMEM
+            return AttentionConfig(64, 128 if one_tile else 64, True, True)
         if static and -(-shape.sq // 64) * shape.batch < sm_count() // 2:
             return AttentionConfig(32, 32)
         if static and self._takes_wgmma():
