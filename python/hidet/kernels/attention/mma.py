@@ -82,7 +82,7 @@ def online_softmax(shape, keys: int):
     stores the rows that exist."""
     # (Hidet Script and the code generator load when a kernel is built: import hidet, which reads the
     # templates through the fusion policy, stays light)
-    from hidet.lang import f32, i64, macro
+    from hidet.lang import f32, i64, macro, register_tensor
     from hidet.lang.cuda import shfl_xor_sync
     from hidet.lang.math import exp2, max as fmax
 
@@ -93,11 +93,25 @@ def online_softmax(shape, keys: int):
     HALVES, PAIR, FOUR = [0, 1], [0, 1], [0, 1, 2, 3]
     NTS, ONS = list(range(keys // 8)), list(range(shape.dv // 8))
 
+    # Unmasked with a positive scale, the scale folds into exp2's argument (one FFMA a score): the row maximum of
+    # the products is the maximum of the raw scores, scaled
+    FOLD = not MASKED and SCALE2 > 0
+    # A row's maximum and sum over the lane's scores as CHAINS independent chains, combined at the end: one chain
+    # was 16-32 dependent instructions in a row, the latency every warp waited on between its two products
+    CHAINS = [0, 1, 2, 3]
+
     def score2(acc, b, i, j):
-        """The score in log2 units, after the mask (the causal and sequence-end tests are the caller's)."""
+        """The score in log2 units, after the mask (the causal and sequence-end tests are the caller's); FOLD:
+        the raw score (logit2 scales it)."""
+        if FOLD:
+            return acc
         if not MASKED:
             return acc * SCALE2
         return shape.masked(acc * float(shape.scale), b, i, j, causal=False) * LOG2E
+
+    def logit2(s):
+        """exp2's argument from what score2 stored, before the maximum is taken off."""
+        return s * SCALE2 if FOLD else s
 
     @macro
     def start(oacc, top, total):
@@ -118,7 +132,9 @@ def online_softmax(shape, keys: int):
                 for h in HALVES:
                     row = row0 + h * 8
                     rc = row if row < SQ else SQ - 1
-                    tile_top: f32 = LOWEST
+                    tops = register_tensor(f32, [len(CHAINS)])
+                    for x in CHAINS:
+                        tops[x] = LOWEST
                     for n in NTS:
                         for c in PAIR:
                             j = j0 + n * 8 + t4 * 2 + c
@@ -130,16 +146,19 @@ def online_softmax(shape, keys: int):
                                     ok = ok and j <= row
                                 s = select(ok, s, LOWEST)
                             sacc[n, h * 2 + c] = s
-                            tile_top = fmax(tile_top, s)
+                            tops[(n * 2 + c) % 4] = fmax(tops[(n * 2 + c) % 4], s)
+                    tile_top = logit2(fmax(fmax(tops[0], tops[1]), fmax(tops[2], tops[3])))
                     tile_top = fmax(tile_top, shfl_xor_sync(FULL, tile_top, 1))
                     tile_top = fmax(tile_top, shfl_xor_sync(FULL, tile_top, 2))
                     new_top = fmax(top[h], tile_top)
                     correction = exp2(top[h] - new_top)
                     top[h] = new_top
-                    part: f32 = 0.0
+                    parts = register_tensor(f32, [len(CHAINS)])
+                    for x in CHAINS:
+                        parts[x] = 0.0
                     for n in NTS:
                         for c in PAIR:
-                            p = exp2(sacc[n, h * 2 + c] - new_top)
+                            p = exp2(logit2(sacc[n, h * 2 + c]) - new_top)
                             if tested == 1:
                                 j = j0 + n * 8 + t4 * 2 + c
                                 ok = j < SK
@@ -147,8 +166,8 @@ def online_softmax(shape, keys: int):
                                     ok = ok and j <= row0 + h * 8
                                 p = select(ok, p, 0.0)
                             sacc[n, h * 2 + c] = p
-                            part += p
-                    total[h] = total[h] * correction + part
+                            parts[(n * 2 + c) % 4] += p
+                    total[h] = total[h] * correction + ((parts[0] + parts[1]) + (parts[2] + parts[3]))
                     for n in ONS:
                         for c in PAIR:
                             oacc[n, h * 2 + c] = oacc[n, h * 2 + c] * correction
