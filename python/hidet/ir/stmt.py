@@ -102,6 +102,7 @@ class Function:
     aligned: Tuple[Tuple[int, int], ...] = ()
     fallback: Optional['Function'] = None
     cluster: Tuple[int, ...] = ()  # a cuda_kernel's thread-block cluster (sm_90: __cluster_dims__), none if empty
+    min_blocks: int = 0  # a cuda_kernel's blocks per SM that its registers must allow (__launch_bounds__), 0: any
     outputs: Optional[Tuple[int, ...]] = None  # the module's outputs a kernel writes (None: the one of its position)
 
     def __init__(self, name: str, params: Sequence[Var], body: Stmt, kind: str,
