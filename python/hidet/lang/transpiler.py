@@ -270,7 +270,7 @@ class Transpiler(StmtTranslator, ExprTranslator):
         if 'cuda_min_blocks' in self.attrs:
             blocks = self.attrs['cuda_min_blocks']
             if not isinstance(blocks, int) or isinstance(blocks, bool) or blocks < 1:
-                raise self.error(self.attr_node('cuda_min_blocks'), f'attr.cuda_min_blocks takes a positive int, got '
+                raise self.error(self.attr_node('cuda_min_blocks'), 'attr.cuda_min_blocks takes a positive int, got '
                                                                     f'{blocks!r}')
             f.min_blocks = blocks
         return f
