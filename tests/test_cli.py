@@ -305,3 +305,18 @@ def test_bench_suite_table_resume_and_errors(tmp_path, monkeypatch, capsys):
         assert os.path.getsize(png) > 0
     except ImportError:
         assert not os.path.exists(png) and 'install matplotlib' in capsys.readouterr().out
+
+
+def test_suite_chart_of_hidet_alone_has_the_compile_panel_only(tmp_path):
+    """A suite of hidet alone (an A/B of two trees) charts its compile times, with no empty speed-up panel (whose
+    legend matplotlib warned about)."""
+    import warnings
+
+    pytest.importorskip('matplotlib')
+    from hidet.cli.suite import chart
+
+    results = {'resnet18': {'results': {'hidet': {'ms': 0.2, 'compile_s': 9.9}}}}
+    with warnings.catch_warnings():
+        warnings.simplefilter('error')
+        path = chart(results, str(tmp_path / 'chart.png'), 'hidet alone')
+    assert path and os.path.getsize(path) > 0

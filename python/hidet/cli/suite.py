@@ -152,7 +152,9 @@ def chart(results: Dict[str, dict], path: str, title: str) -> Optional[str]:
         return None
     names = list(ok)
     baselines = sorted({b for res in ok.values() for b in res if b != 'hidet'})
-    fig, (ax1, ax2) = plt.subplots(2, 1, figsize=(max(6, 1.2 * len(names)), 8))
+    # (hidet alone: the compile times alone, no speed-up panel without a baseline to be faster than)
+    fig, axes = plt.subplots(2 if baselines else 1, 1, figsize=(max(6, 1.2 * len(names)), 8 if baselines else 4),
+                             squeeze=False)
 
     def bars(ax, series, value):
         width = 0.8 / max(len(series), 1)
@@ -162,10 +164,13 @@ def chart(results: Dict[str, dict], path: str, title: str) -> Optional[str]:
         ax.set_xticklabels(names, rotation=30, ha='right')
         ax.legend()
 
-    bars(ax1, [(f'over {b}', b) for b in baselines], lambda r, b: r[b]['ms'] / r['hidet']['ms'] if b in r else 0)
-    ax1.axhline(1.0, color='black', linewidth=0.8)
-    ax1.set_ylabel('hidet speed-up (x)')
-    ax1.set_title(title)
+    if baselines:
+        ax1 = axes[0][0]
+        bars(ax1, [(f'over {b}', b) for b in baselines], lambda r, b: r[b]['ms'] / r['hidet']['ms'] if b in r else 0)
+        ax1.axhline(1.0, color='black', linewidth=0.8)
+        ax1.set_ylabel('hidet speed-up (x)')
+    axes[0][0].set_title(title)
+    ax2 = axes[-1][0]
     bars(ax2, [(b, b) for b in ['hidet'] + baselines], lambda r, b: r[b]['compile_s'] if b in r else 0)
     ax2.set_ylabel('compile time (s)')
     fig.tight_layout()
