@@ -320,3 +320,28 @@ def test_suite_chart_of_hidet_alone_has_the_compile_panel_only(tmp_path):
         warnings.simplefilter('error')
         path = chart(results, str(tmp_path / 'chart.png'), 'hidet alone')
     assert path and os.path.getsize(path) > 0
+
+
+def test_bench_suite_names_what_compiled_before_a_time_limit(monkeypatch):
+    """A model stopped at the suite's time limit keeps the compile times hidet bench model reported before it
+    (its COMPILED lines, flushed as each backend compiles): the limit's error names where the time went."""
+    import subprocess
+    from types import SimpleNamespace
+
+    from hidet.cli import suite
+
+    def stopped(cmd, **kwargs):
+        assert '--json' in cmd and kwargs['timeout'] == 540
+        out = (b'COMPILED {"backend": "hidet", "compile_s": 12.14}\n'
+               b'COMPILED {"backend": "hidet-ma", "compile_s": 201.3}\n')
+        raise subprocess.TimeoutExpired(cmd, kwargs['timeout'], output=out)
+
+    monkeypatch.setattr(suite.subprocess, 'run', stopped)
+    args = SimpleNamespace(dtype='f16', batch=1, device='cuda', repeat=50, backends='hidet,hidet-ma,inductor-ma',
+                           timeout=540)
+    record = suite._bench('efficientnet_b0', args)
+    assert record == {'error': 'over 540 s, after compiling hidet 12.1 s, hidet-ma 201.3 s',
+                      'compiled': {'hidet': 12.14, 'hidet-ma': 201.3}}
+    assert '| efficientnet_b0 | over 540 s, after compiling hidet 12.1 s, hidet-ma 201.3 s |' in \
+        suite.table({'efficientnet_b0': record}, 'title')
+    assert suite._stopped(None, 60)['error'] == 'over 60 s, before any backend compiled'

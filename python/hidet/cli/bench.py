@@ -358,6 +358,8 @@ def _run(args) -> int:
             if args.device == 'cuda':
                 torch.cuda.synchronize()
             compile_times[backend] = time.perf_counter() - t0
+            if args.json:  # (so that a suite whose time limit stops this process still learns what compiled)
+                print('COMPILED ' + json.dumps({'backend': backend, 'compile_s': compile_times[backend]}), flush=True)
             # checked now: a CUDA-graph replay may overwrite the outputs of an earlier call (inductor's)
             as_torch = results_as_torch.get(backend, lambda o: o)(out)
             errors[backend] = accuracy.max_error(as_torch, reference)

@@ -70,8 +70,8 @@ def _bench(name: str, args) -> dict:
     t0 = time.perf_counter()
     try:
         done = subprocess.run(cmd, capture_output=True, text=True, timeout=args.timeout)
-    except subprocess.TimeoutExpired:
-        return {'error': f'over {args.timeout} s'}
+    except subprocess.TimeoutExpired as stopped:
+        return _stopped(stopped.stdout, args.timeout)
     lines = [line for line in done.stdout.splitlines() if line.startswith('JSON ')]
     if not lines:
         tail = (done.stderr or done.stdout).strip().splitlines()[-1:] or ['?']
@@ -81,6 +81,20 @@ def _bench(name: str, args) -> dict:
     if done.returncode != 0:  # (measured, but hidet's result was less accurate than the dtype allows)
         record['accuracy_problem'] = (done.stderr.strip().splitlines() or ['?'])[-1][:300]
     return record
+
+
+def _stopped(stdout, timeout: int) -> dict:
+    """The record of a model stopped at its time limit: the error, naming the backends that had compiled by then
+    (hidet bench model's COMPILED lines) and how long each took, so a limit too short shows where it went."""
+    text = stdout.decode(errors='replace') if isinstance(stdout, bytes) else (stdout or '')
+    compiled = {}
+    for line in text.splitlines():
+        if line.startswith('COMPILED '):
+            entry = json.loads(line[len('COMPILED '):])
+            compiled[entry['backend']] = entry['compile_s']
+    done = ', '.join(f'{b} {s:.1f} s' for b, s in compiled.items())
+    return {'error': f'over {timeout} s' + (f', after compiling {done}' if done else ', before any backend compiled'),
+            'compiled': compiled}
 
 
 def _geomean(values: List[float]) -> Optional[float]:
