@@ -18,8 +18,8 @@
 #          $LOG_DIR/suite), resnet50 (its 22 convolutions at batch 32 against cuDNN, bare and with a residual
 #          block's epilogue, then the model at batch 32 with its kernel table), tuned (hidet default and tuned
 #          against inductor's reduce-overhead and max-autotune in one run, one model at a time: TUNED_MODELS,
-#          TUNED_TIMEOUT each; resumes from $LOG_DIR/tuned; and each model's tuned tasks, default config against
-#          the best found: tuning_<model>.log), ab (AB_COMMAND run on
+#          TUNED_TIMEOUT each, at batch TUNED_BATCH (default 1); resumes from $LOG_DIR/tuned (tuned_b<N> with a batch);
+#          and each model's tuned tasks, default config against the best found: tuning_<model>.log), ab (AB_COMMAND run on
 #          this tree, then again with AB_PATCH applied and the package reinstalled: a branch against main in one
 #          call; AB_TIMEOUT each).
 #          Default: core bench.
@@ -142,11 +142,12 @@ for stage in $STAGES; do
         since=$(date '+%Y-%m-%d %H:%M:%S')
         # hidet default and tuned (hidet-ma) against inductor's reduce-overhead and max-autotune, in one run
         (cd /tmp && python3 -m hidet bench suite --backends hidet,hidet-ma,inductor-ro,inductor-ma --repeat 50 \
-           --timeout "${TUNED_TIMEOUT:-540}" --models "$model" --out "$LOG_DIR/tuned") 2>&1 \
+           --timeout "${TUNED_TIMEOUT:-540}" --models "$model" --batch "${TUNED_BATCH:-1}" \
+           --out "$LOG_DIR/tuned${TUNED_BATCH:+_b$TUNED_BATCH}") 2>&1 \
            | tee -a "$LOG_DIR/bench_tuned.log" | tail -14
         # each tuned task's default config (level 0) against the best candidate tuning found
-        (cd /tmp && python3 -m hidet cache tuning --level 2 --since "$since") > "$LOG_DIR/tuning_$model.log" 2>&1
-        tail -1 "$LOG_DIR/tuning_$model.log"
+        (cd /tmp && python3 -m hidet cache tuning --level 2 --since "$since") > "$LOG_DIR/tuning_$model${TUNED_BATCH:+_b$TUNED_BATCH}.log" 2>&1
+        tail -1 "$LOG_DIR/tuning_$model${TUNED_BATCH:+_b$TUNED_BATCH}.log"
       done ;;
     ab)
       # the same command before and after a patch (a branch's diff: git diff main BRANCH > change.patch), in one
