@@ -146,8 +146,9 @@ for stage in $STAGES; do
            --out "$LOG_DIR/tuned${TUNED_BATCH:+_b$TUNED_BATCH}") 2>&1 \
            | tee -a "$LOG_DIR/bench_tuned.log" | tail -14
         # each tuned task's default config (level 0) against the best candidate tuning found
-        (cd /tmp && python3 -m hidet cache tuning --level 2 --since "$since") > "$LOG_DIR/tuning_$model${TUNED_BATCH:+_b$TUNED_BATCH}.log" 2>&1
-        tail -1 "$LOG_DIR/tuning_$model${TUNED_BATCH:+_b$TUNED_BATCH}.log"
+        log="$LOG_DIR/tuning_$model${TUNED_BATCH:+_b$TUNED_BATCH}.log"
+        (cd /tmp && python3 -m hidet cache tuning --level 2 --since "$since") > "$log" 2>&1
+        tail -1 "$log"
       done ;;
     ab)
       # the same command before and after a patch (a branch's diff: git diff main BRANCH > change.patch), in one
