@@ -96,8 +96,9 @@ def online_softmax(shape, keys: int):
     # Unmasked with a positive scale, the scale folds into exp2's argument (one FFMA a score): the row maximum of
     # the products is the maximum of the raw scores, scaled
     FOLD = not MASKED and SCALE2 > 0
-    # A row's maximum and sum over the lane's scores as CHAINS independent chains, combined at the end: one chain
-    # was 16-32 dependent instructions in a row, the latency every warp waited on between its two products
+    # A row's maximum and sum over the lane's scores as four independent chains (score x in chain x % 4), combined
+    # at the end: one chain was 16-32 dependent instructions in a row, the latency every warp waited on between its
+    # two products
     CHAINS = [0, 1, 2, 3]
 
     def score2(acc, b, i, j):
@@ -132,7 +133,7 @@ def online_softmax(shape, keys: int):
                 for h in HALVES:
                     row = row0 + h * 8
                     rc = row if row < SQ else SQ - 1
-                    tops = register_tensor(f32, [len(CHAINS)])
+                    tops = register_tensor(f32, [4])
                     for x in CHAINS:
                         tops[x] = LOWEST
                     for n in NTS:
@@ -153,7 +154,7 @@ def online_softmax(shape, keys: int):
                     new_top = fmax(top[h], tile_top)
                     correction = exp2(top[h] - new_top)
                     top[h] = new_top
-                    parts = register_tensor(f32, [len(CHAINS)])
+                    parts = register_tensor(f32, [4])
                     for x in CHAINS:
                         parts[x] = 0.0
                     for n in NTS:
