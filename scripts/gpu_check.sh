@@ -18,7 +18,9 @@
 #          $LOG_DIR/suite), resnet50 (its 22 convolutions at batch 32 against cuDNN, bare and with a residual
 #          block's epilogue, then the model at batch 32 with its kernel table), tuned (hidet default and tuned
 #          against inductor's reduce-overhead and max-autotune in one run, one model at a time: TUNED_MODELS,
-#          TUNED_TIMEOUT each, at batch TUNED_BATCH (default 1); resumes from $LOG_DIR/tuned (tuned_b<N> with a batch);
+#          TUNED_TIMEOUT each, at batch TUNED_BATCH (default 1), TUNED_BACKENDS (default all four: a model whose
+#          four compiles outrun one call splits them over two); resumes from $LOG_DIR/tuned (tuned_b<N> with a
+#          batch);
 #          and each model's tuned tasks, default config against the best found: tuning_<model>.log), ab (AB_COMMAND run on
 #          this tree, then again with AB_PATCH applied and the package reinstalled: a branch against main in one
 #          call; AB_TIMEOUT each).
@@ -141,7 +143,8 @@ for stage in $STAGES; do
       for model in ${TUNED_MODELS:-resnet50 gpt2 bert vit_b_16}; do
         since=$(date '+%Y-%m-%d %H:%M:%S')
         # hidet default and tuned (hidet-ma) against inductor's reduce-overhead and max-autotune, in one run
-        (cd /tmp && python3 -m hidet bench suite --backends hidet,hidet-ma,inductor-ro,inductor-ma --repeat 50 \
+        backends=${TUNED_BACKENDS:-hidet,hidet-ma,inductor-ro,inductor-ma}
+        (cd /tmp && python3 -m hidet bench suite --backends "$backends" --repeat 50 \
            --timeout "${TUNED_TIMEOUT:-540}" --models "$model" --batch "${TUNED_BATCH:-1}" \
            --out "$LOG_DIR/tuned${TUNED_BATCH:+_b$TUNED_BATCH}") 2>&1 \
            | tee -a "$LOG_DIR/bench_tuned.log" | tail -14
