@@ -52,7 +52,7 @@ def test_tuning_report_puts_the_worst_default_first():
 
     def record(title, default, best, level=2, time='2026-11-27 10:00:00'):
         return {'title': title, 'level': level, 'time': time, 'latency_ms': best, 'config': {'bm': 64, 'tma': False},
-                'candidates': [{'config': {}, 'latency_ms': default}, {'config': {}, 'latency_ms': best}]}
+                'candidates': [{'config': {'bm': 16}, 'latency_ms': default}, {'config': {}, 'latency_ms': best}]}
 
     records = [record('near', 0.0105, 0.01), record('far', 0.03, 0.01), record('broken default', None, 0.02),
                record('level 1', 0.05, 0.01, level=1), record('old', 0.05, 0.01, time='2026-11-26 10:00:00')]
@@ -60,6 +60,7 @@ def test_tuning_report_puts_the_worst_default_first():
     lines = text.splitlines()
     assert [ln.split()[0] for ln in lines[2:5]] == ['broken', 'far', 'near']  # inf, 3.00x, 1.05x
     assert 'failed' in lines[2] and '3.00x' in lines[3] and 'bm=64' in lines[4] and 'tma' not in lines[4]
+    assert lines[4].rstrip().endswith('bm=16') and 'default config' in lines[0]  # (what level 0 ran, beside the best)
     assert lines[-1].startswith('3 tuned task(s): the default within 1.15x of the best on 1 (33%); '
                                 'geometric mean 1.775x; worst a default that failed to run (broken default)'), lines[-1]
 

@@ -40,10 +40,11 @@ def report(records: List[dict], level: Optional[int] = None, since: Optional[str
     rows.sort(key=lambda row: -row[0])
     table = [[r.get('title', r.get('task')), r.get('level'), len(r['candidates']),
               f'{default * 1e3:.1f}' if default else 'failed', f'{r["latency_ms"] * 1e3:.1f}',
-              'inf' if math.isinf(ratio) else f'{ratio:.2f}x', _config_text(r.get('config'))]
+              'inf' if math.isinf(ratio) else f'{ratio:.2f}x', _config_text(r.get('config')),
+              _config_text(r['candidates'][0].get('config'))]
              for ratio, r, default in rows]
     text = tabulate(table, headers=['task', 'level', 'candidates', 'default µs', 'best µs', 'default / best',
-                                    'best config'])
+                                    'best config', 'default config'])
     within = sum(ratio <= bound for ratio, _, _ in rows)
     finite = [ratio for ratio, _, _ in rows if not math.isinf(ratio)]
     mean = math.exp(sum(math.log(x) for x in finite) / len(finite)) if finite else math.inf  # (of those that ran)
