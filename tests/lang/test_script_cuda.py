@@ -405,23 +405,24 @@ def test_cluster_script_compiles_for_sm90():
     assert '__cluster_dims__(4) ' in built.source and 'hidet::lang::cluster_load_f32x4(' in built.source
 
 
-def test_min_blocks_caps_registers_in_launch_bounds():
-    """attr.cuda_min_blocks is __launch_bounds__'s second argument (nvcc caps a thread's registers so that many
-    blocks fit an SM); without it the bound names the block's threads alone."""
+def test_max_registers_caps_a_thread_with_maxnreg():
+    """attr.cuda_max_registers is __maxnreg__ (in place of __launch_bounds__: nvcc takes one of the two); without it
+    the bound names the block's threads."""
     from hidet.backend.codegen import generate
 
     sources = []
-    for blocks in (4, None):
+    for regs in (112, None):
         with hidet.script_module() as module:
             @hidet.script
             def fill(out: f32[128]):
                 attr.cuda_grid_dim = 1
                 attr.cuda_block_dim = 128
-                if blocks:
-                    attr.cuda_min_blocks = blocks
+                if regs:
+                    attr.cuda_max_registers = regs
                 out[threadIdx.x] = 1.0
         sources.append(generate(module.ir_module()))
-    assert '__launch_bounds__(128, 4) ' in sources[0] and '__launch_bounds__(128) ' in sources[1]
+    assert '__maxnreg__(112) ' in sources[0] and '__launch_bounds__' not in sources[0]
+    assert '__launch_bounds__(128) ' in sources[1] and '__maxnreg__' not in sources[1]
 
 
 def test_tensor_map_parameters_in_any_order():

@@ -165,12 +165,13 @@ def test_function_level_errors():
         def k5(x: f32[4]):
             attr.cuda_grid = 1  # E-attr
 
-    with expect_error('E-min-blocks', 'attr.cuda_min_blocks takes a positive int, got 0'):
+    with expect_error('E-max-registers', r'attr.cuda_max_registers takes an int from 24 to 255 \(registers a '
+                                         r'thread\), got 300'):
         @hidet.script
         def k8(x: f32[4]):
             attr.cuda_grid_dim = 1
             attr.cuda_block_dim = 32
-            attr.cuda_min_blocks = 0  # E-min-blocks
+            attr.cuda_max_registers = 300  # E-max-registers
 
     with expect_error('E-break', "'break' in a loop over a Python sequence"):
         @hidet.script

@@ -361,8 +361,8 @@ class CodeGen:
                 threads = 1
                 for b in f.block:
                     threads *= b
-                bounds = f'__launch_bounds__({threads}, {f.min_blocks}) ' if f.min_blocks else \
-                    f'__launch_bounds__({threads}) '
+                # (nvcc takes one of the two: a register cap in place of the bound on threads)
+                bounds = f'__maxnreg__({f.max_registers}) ' if f.max_registers else f'__launch_bounds__({threads}) '
             if not prototype:
                 scalars = {id(p) for p in f.params if p.type is None and p.dtype.name in _SIGNED_INTS}
                 body = self.kernel_body(f, scalars)

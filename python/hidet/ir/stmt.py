@@ -102,7 +102,7 @@ class Function:
     aligned: Tuple[Tuple[int, int], ...] = ()
     fallback: Optional['Function'] = None
     cluster: Tuple[int, ...] = ()  # a cuda_kernel's thread-block cluster (sm_90: __cluster_dims__), none if empty
-    min_blocks: int = 0  # a cuda_kernel's blocks per SM that its registers must allow (__launch_bounds__), 0: any
+    max_registers: int = 0  # a cuda_kernel's registers a thread at most (__maxnreg__), 0: nvcc's choice
     outputs: Optional[Tuple[int, ...]] = None  # the module's outputs a kernel writes (None: the one of its position)
 
     def __init__(self, name: str, params: Sequence[Var], body: Stmt, kind: str,

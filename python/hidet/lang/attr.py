@@ -6,8 +6,8 @@
     attr.cuda_block_dim = 32, 32
     attr.cuda_dynamic_smem_bytes = 4 * 1024
     attr.cuda_cluster_dim = 1, 4            # sm_90 thread-block clusters (ints; the grid a multiple of them)
-    attr.cuda_min_blocks = 4                # blocks an SM must hold (__launch_bounds__'s second argument: registers
-                                            # capped to fit them)
+    attr.cuda_max_registers = 112           # registers a thread at most (__maxnreg__: so many blocks fit an SM;
+                                            # nvcc spills what does not fit)
 
 ``attr.cuda.grid_dim`` / ``attr.cuda.block_dim`` / ``attr.cuda.dynamic_smem_bytes`` are the same names.
 The assignments are read by the transpiler (hidet/lang/transpiler.py); at run time of Python the object
@@ -16,7 +16,7 @@ does nothing.
 from __future__ import annotations
 
 NAMES = ('func_kind', 'func_name', 'cuda_grid_dim', 'cuda_block_dim', 'cuda_dynamic_smem_bytes', 'cuda_cluster_dim',
-         'cuda_min_blocks')
+         'cuda_max_registers')
 
 
 class AttrNamespace:

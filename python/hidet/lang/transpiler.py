@@ -229,7 +229,7 @@ class Transpiler(StmtTranslator, ExprTranslator):
 
         kind = self.attrs.get('func_kind')
         launch = [k for k in ('cuda_grid_dim', 'cuda_block_dim', 'cuda_dynamic_smem_bytes', 'cuda_cluster_dim',
-                              'cuda_min_blocks') if k in self.attrs]
+                              'cuda_max_registers') if k in self.attrs]
         uses_cuda = self.uses_cuda(body)
         if kind is None:
             kind = 'cuda_kernel' if launch else 'cuda_device' if uses_cuda else None
@@ -267,12 +267,12 @@ class Transpiler(StmtTranslator, ExprTranslator):
                 raise self.error(self.attr_node('cuda_cluster_dim'), 'attr.cuda_cluster_dim takes positive ints, got '
                                                                      f'{cluster}')
             f.cluster = cluster
-        if 'cuda_min_blocks' in self.attrs:
-            blocks = self.attrs['cuda_min_blocks']
-            if not isinstance(blocks, int) or isinstance(blocks, bool) or blocks < 1:
-                raise self.error(self.attr_node('cuda_min_blocks'), 'attr.cuda_min_blocks takes a positive int, got '
-                                                                    f'{blocks!r}')
-            f.min_blocks = blocks
+        if 'cuda_max_registers' in self.attrs:
+            regs = self.attrs['cuda_max_registers']
+            if not isinstance(regs, int) or isinstance(regs, bool) or not 24 <= regs <= 255:
+                raise self.error(self.attr_node('cuda_max_registers'), 'attr.cuda_max_registers takes an int from 24 '
+                                                                       f'to 255 (registers a thread), got {regs!r}')
+            f.max_registers = regs
         return f
 
     def attr_node(self, key: str):
