@@ -410,7 +410,7 @@ def test_max_registers_caps_a_thread_with_maxnreg():
     the bound names the block's threads."""
     from hidet.backend.codegen import generate
 
-    sources = []
+    sources, module_with_cap = [], None
     for regs in (112, None):
         with hidet.script_module() as module:
             @hidet.script
@@ -421,8 +421,12 @@ def test_max_registers_caps_a_thread_with_maxnreg():
                     attr.cuda_max_registers = regs
                 out[threadIdx.x] = 1.0
         sources.append(generate(module.ir_module()))
+        module_with_cap = module_with_cap or module
     assert '__maxnreg__(112) ' in sources[0] and '__launch_bounds__' not in sources[0]
     assert '__launch_bounds__(128) ' in sources[1] and '__maxnreg__' not in sources[1]
+    _nvcc_or_skip()
+    with hidet.option.context(cuda_arch='sm_80'):
+        assert '__maxnreg__(112) ' in module_with_cap.build().source  # (nvcc takes it: CUDA 12.4 and newer)
 
 
 def test_tensor_map_parameters_in_any_order():
