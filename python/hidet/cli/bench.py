@@ -56,7 +56,9 @@ def add_parser(sub) -> None:
                             '(max-autotune: 2)')
         p.add_argument('--warmup', type=int, default=5)
         p.add_argument('--repeat', type=int, default=20)
-        p.add_argument('--json', action='store_true', help='also print the results as one JSON line')
+        p.add_argument('--json', action='store_true',
+                       help="also print the results as one line 'JSON {...}' (models: after a line 'COMPILED "
+                            "{backend, compile_s}' as each backend compiles)")
         p.add_argument('--tf32', action='store_true',
                        help='float32 on TF32 tensor cores: hidet with use_tensor_core, torch with allow_tf32')
         p.add_argument('--cold', action='store_true',
