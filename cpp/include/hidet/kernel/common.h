@@ -48,36 +48,29 @@ HIDET_HD bool is_nan(T x) {
 }
 
 // max/min that propagate NaN, as torch.maximum / torch.max do (`|`, not `||`: no branch, so loops of
-// them vectorize).
+// them vectorize). float32 on sm_80+: PTX's max.NaN / min.NaN, one instruction with the same NaN propagation
+// (the comparison is three, and a chain of them is the latency of a softmax's row maximum or a pooling window).
 template <typename T>
 HIDET_HD T max(T a, T b) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  if constexpr (std::is_same<T, float>::value) {
+    float r;
+    asm("max.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
+    return r;
+  }
+#endif
   return ((a > b) | is_nan(a)) ? a : b;
 }
 template <typename T>
 HIDET_HD T min(T a, T b) {
-  return ((a < b) | is_nan(a)) ? a : b;
-}
-// float32 on sm_80+: PTX's max.NaN / min.NaN, one instruction with the same NaN propagation (the comparisons
-// above are three, and a chain of them is the latency of a softmax's row maximum or a pooling window)
-template <>
-HIDET_HD float max<float>(float a, float b) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  float r;
-  asm("max.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
-  return r;
-#else
-  return ((a > b) | is_nan(a)) ? a : b;
+  if constexpr (std::is_same<T, float>::value) {
+    float r;
+    asm("min.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
+    return r;
+  }
 #endif
-}
-template <>
-HIDET_HD float min<float>(float a, float b) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  float r;
-  asm("min.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
-  return r;
-#else
   return ((a < b) | is_nan(a)) ? a : b;
-#endif
 }
 
 // The identity of max (lowest) and min (highest) reductions (no std::numeric_limits: device code).
