@@ -113,37 +113,40 @@ def write(entries: List[Tuple[str, object]], hashes: bool = True) -> bytearray:
 
 def add_hashes(data: bytearray) -> None:
     """Fill in the entry hashes of container ``data`` written with ``write(..., hashes=False)``, in place."""
-    _, count = struct.unpack_from('<II', data, 8)
-    pos = 16
     with memoryview(data) as view:
-        for _ in range(count):
-            (n,) = struct.unpack_from('<I', data, pos)
-            offset, size, _ = struct.unpack_from('<QQQ', data, pos + 4 + n)
-            struct.pack_into('<Q', data, pos + 4 + n + 16, fnv1a64(view[offset:offset + size]))
-            pos += 4 + n + 24
+        for _, offset, size, _, digest_at in _entry_table(data):
+            struct.pack_into('<Q', data, digest_at, fnv1a64(view[offset:offset + size]))
 
 
-def read(data: bytes, source: str = '<memory>') -> Dict[str, bytes]:
-    """The entries of container ``data``; errors name ``source`` and what is wrong."""
+def _entry_table(data, source: str = '<memory>'):
+    """The entries of container ``data`` as (name, offset, size, digest, where the digest is stored), each checked
+    to lie inside ``data``; errors name ``source`` and what is wrong."""
     if len(data) < 16 or data[:8] != MAGIC:
         raise ValueError(f'{source} is not a hidet artifact (bad magic)')
     version, count = struct.unpack_from('<II', data, 8)
     if version != CONTAINER_VERSION:
         raise ValueError(f'{source}: container version {version}; this hidet reads version {CONTAINER_VERSION}')
-    entries, pos = {}, 16
+    pos = 16
     for _ in range(count):
         if pos + 4 > len(data):
             raise ValueError(f'{source} is truncated (entry table)')
         (n,) = struct.unpack_from('<I', data, pos)
-        name = data[pos + 4:pos + 4 + n].decode()
+        name = bytes(data[pos + 4:pos + 4 + n]).decode()
         pos += 4 + n
         if pos + 24 > len(data):
             raise ValueError(f'{source} is truncated (entry table)')
         offset, size, digest = struct.unpack_from('<QQQ', data, pos)
-        pos += 24
         if offset + size > len(data):
             raise ValueError(f'{source} is truncated: entry {name} ends at byte {offset + size} but the file has '
                              f'{len(data)} bytes')
+        yield name, offset, size, digest, pos + 16
+        pos += 24
+
+
+def read(data: bytes, source: str = '<memory>') -> Dict[str, bytes]:
+    """The entries of container ``data``; errors name ``source`` and what is wrong."""
+    entries = {}
+    for name, offset, size, digest, _ in _entry_table(data, source):
         blob = data[offset:offset + size]
         if fnv1a64(blob) != digest:
             raise ValueError(f'{source} is corrupt: hash mismatch in {name}')
