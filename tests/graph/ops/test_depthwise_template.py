@@ -152,6 +152,22 @@ def test_defaults_and_winners():
     assert not DepthwiseSpec(task).reads_residual and not find_depthwise_template(task, 'cuda').default().staged
 
 
+@pytest.mark.parametrize('xs, k, s, per_thread', [
+    # efficientnet_b0's 5x5 windows at batch 1 (the level-2 winners' outputs per thread on the H100), and the
+    # batch-8 7x7 layer whose winner kept 8
+    ([1, 240, 28, 28], 5, 1, 4), ([1, 672, 14, 14], 5, 1, 4), ([1, 480, 14, 14], 5, 1, 2),
+    ([1, 1152, 7, 7], 5, 1, 2), ([1, 672, 14, 14], 5, 2, 1), ([1, 144, 56, 56], 5, 2, 4), ([8, 384, 14, 14], 7, 1, 8)])
+def test_default_outputs_per_thread_follow_the_layers_outputs(monkeypatch, xs, k, s, per_thread):
+    monkeypatch.setattr(dw, 'sm_count', lambda: 132)
+    cfg = find_depthwise_template(conv_task(xs, [xs[1], 1, k, k], s, k // 2), 'cuda').default()
+    assert cfg.vw * cfg.vh == per_thread, cfg.name()
+    # few SMs: as many outputs per thread as the row or column holds, up to 8 (4 at stride 2)
+    monkeypatch.setattr(dw, 'sm_count', lambda: 8)
+    cfg = find_depthwise_template(conv_task(xs, [xs[1], 1, k, k], s, k // 2), 'cuda').default()
+    out = (xs[2] - 1) // s + 1
+    assert cfg.vw * cfg.vh == dw._fit(4 if s > 1 else 8, out), cfg.name()
+
+
 def test_pitch_spreads_a_warps_reads():
     """A warp of vertical configs (one output column per thread, rows of fewer than 32 threads) reads 32
     consecutive banks of the staged tile whatever the row pitch would have been."""

@@ -46,13 +46,14 @@ from hidet.ir.functors import INT32_MAX, collect, inline_computes, narrow_index,
 from hidet.ir.task import Task
 from hidet.kernels.matmul.spec import NotGemm, _epilogue, _strip_cast, affine, match_gemm, window_bounds
 from hidet.kernels.matmul.values import GemmValues
-from hidet.kernels.template import Template
+from hidet.kernels.template import Template, sm_count
 
 DTYPES = ('float16', 'bfloat16', 'float32')
 MAX_THREADS = 1024
 MAX_SHARED_BYTES = 48 * 1024  # static shared memory of a block
 TARGETS = ('cuda',)  # the targets the finder serves (the CPU twin is built on request: the tests)
 MAX_CPU_TILE_FLOATS = 16 * 1024  # the CPU twin's tile lives on the thread's stack (64 KiB)
+THREADS_PER_SM = 200  # a default's fewest threads an SM where outputs per thread could fill it (5x5+ windows)
 MAX_CHUNK = 16  # global loads a thread issues at once while staging the input tile
 
 
@@ -495,6 +496,20 @@ def _fit(v: int, extent: int) -> int:
     return v
 
 
+def _outputs_per_thread(spec: DepthwiseSpec, most: int) -> int:
+    """``most`` halved while the layer's outputs would give fewer than THREADS_PER_SM threads an SM (at least 1).
+
+    The level-2 winners of efficientnet_b0's 5x5 windows at batch 1 on the H100 (132 SMs): 240x28x28 (188K
+    outputs) 4 a thread, 672x14x14 and 480x14x14 (131K, 94K) 4 as 2 x 2, 1152x7x7 (56K) 2, 672x7x7 at stride
+    2 (33K) 1; 8x384x14x14 7x7 (602K) kept 8. Each keeps at least ~26K threads, about 200 an SM."""
+    threads = THREADS_PER_SM * sm_count()
+    outputs = spec.n * spec.o * spec.oh * spec.ow
+    v = most
+    while v > 1 and outputs // v < threads:
+        v //= 2
+    return v
+
+
 def default_config(spec: DepthwiseSpec) -> DepthwiseConfig:
     """Level 0, from the level-2 winners on the H100 (float16, CUDA-graph times against cuDNN; the unstaged
     configs won every shape: the staging barrier and shared-memory round trip cost more than the strided
@@ -515,12 +530,17 @@ def default_config(spec: DepthwiseSpec) -> DepthwiseConfig:
 
     Those times predate the chunked staging loop: nvcc then unrolled the loop of 16x16v4 alone among the
     112x112 candidates (5 iterations; the others issued one load at a time), which may be why it won there.
+
+    Windows of 5x5 and more take fewer outputs per thread where the layer has few outputs (``_outputs_per_thread``:
+    halved while there would be fewer than ~200 threads an SM): efficientnet_b0's layers at batch 1 took 1-4
+    at level 2 where 8 (4 at stride 2) was up to 1.45x slower.
     """
     big = max(spec.kh, spec.kw) >= 5
     staged = spec.reads_residual
     if max(spec.stride) > 1:
-        return _tile(spec, 1, 64, 256, vh=_fit(4 if big else 2, spec.oh), staged=staged, direct=True)
-    vw = _fit(8 if big else 4, spec.ow)
+        v = _outputs_per_thread(spec, 4) if big else 2
+        return _tile(spec, 1, 64, 256, vh=_fit(v, spec.oh), staged=staged, direct=True)
+    vw = _fit(_outputs_per_thread(spec, 8) if big else 4, spec.ow)
     if spec.ow <= 64:
         return _tile(spec, vw, 64, 256, staged=staged)
     return _tile(spec, 1, 128, 256, vh=_fit(8, spec.oh), staged=staged)
