@@ -18,7 +18,7 @@ from hidet.lang.cuda import (activemask, atomic_add, atomic_cas, atomic_exchange
                              fence_proxy_async, wgmma, wgmma_commit_group, wgmma_fence, wgmma_rs, wgmma_wait_group,
                              fence_mbarrier_init, mbarrier_arrive_expect_tx, mbarrier_init, mbarrier_wait,
                              named_barrier_sync, tensor_map, tma_load_im2col, cluster_load_f32x4, cluster_rank,
-                             cluster_sync)
+                             cluster_sync, store_pair)
 from hidet.ir.type import Im2col
 
 
@@ -403,6 +403,40 @@ def test_cluster_script_compiles_for_sm90():
     with hidet.option.context(cuda_arch='sm_90'):
         built = cluster_exchange_module().build()
     assert '__cluster_dims__(4) ' in built.source and 'hidet::lang::cluster_load_f32x4(' in built.source
+
+
+def pair_store_module(dtype):
+    """out[2 i], out[2 i + 1] = i + 0.25, -i, one store_pair a thread."""
+    with hidet.script_module() as script_module:
+        @hidet.script
+        def pairs(out: dtype[64]):
+            attr.cuda_grid_dim = 1
+            attr.cuda_block_dim = 32
+            i = threadIdx.x
+            store_pair(~out[2 * i], cast(i, f32) + 0.25, -cast(i, f32))
+    return script_module
+
+
+def test_store_pair_source_and_its_types():
+    """store_pair is one call of hidet::lang::store_pair (a half2 / bfloat162 / float2 store); other types are
+    refused by name."""
+    _nvcc_or_skip()
+    with hidet.option.context(cuda_arch='sm_80'):
+        for dtype in (f16, bf16, f32):
+            assert 'hidet::lang::store_pair(' in pair_store_module(dtype).build().source
+    from hidet.lang.errors import HidetScriptError
+
+    with pytest.raises(HidetScriptError, match='store_pair stores float16, bfloat16 or float32 pairs, not int32'):
+        pair_store_module(i32)
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize('dtype', ['float16', 'bfloat16', 'float32'])
+def test_store_pair_writes_two_neighbours(dtype):
+    out = torch.full((64,), float('nan'), dtype=getattr(torch, dtype), device='cuda')
+    pair_store_module({'float16': f16, 'bfloat16': bf16, 'float32': f32}[dtype]).build()(out)
+    i = torch.arange(32, device='cuda', dtype=torch.float32)
+    assert torch.equal(out.float(), torch.stack([i + 0.25, -i], 1).flatten().to(out.dtype).float())
 
 
 def test_max_registers_caps_a_thread_with_maxnreg():

@@ -23,7 +23,7 @@ __all__ = ['threadIdx', 'blockIdx', 'blockDim', 'gridDim', 'warp_size', 'syncthr
            'cp_async_wait_all', 'ldmatrix', 'mma_sync', 'wgmma', 'wgmma_rs', 'wgmma_fence', 'wgmma_commit_group',
            'wgmma_wait_group', 'fence_proxy_async', 'mbarrier_init', 'fence_mbarrier_init', 'mbarrier_arrive',
            'mbarrier_arrive_expect_tx', 'mbarrier_wait', 'tma_load', 'cluster_rank', 'cluster_sync',
-           'cluster_load_f32x4']
+           'cluster_load_f32x4', 'store_pair']
 
 warp_size = 32
 FULL_MASK = 0xFFFFFFFF
@@ -99,6 +99,15 @@ def cluster_load_f32x4(dst, src, rank):
     return PrimCall('cuda_cluster_load_f32x4', [as_pointer(dst, 'cluster_load_f32x4: dst'),
                                                 as_pointer(src, 'cluster_load_f32x4: src'),
                                                 _scalar(rank, 'the rank')], void)
+
+
+def store_pair(dst, a, b):
+    """Store ``a`` and ``b`` (rounded from float32 to the element type) at ``dst`` and the element after it in one
+    store (``dst`` at a multiple of two elements; float16, bfloat16 or float32)."""
+    ptr = as_pointer(dst, 'store_pair: dst')
+    if pointee(ptr).name not in ('float16', 'bfloat16', 'float32'):
+        raise TypeError(f'store_pair stores float16, bfloat16 or float32 pairs, not {pointee(ptr).name}')
+    return PrimCall('cuda_store_pair', [ptr, _scalar(a, 'the first value'), _scalar(b, 'the second value')], void)
 
 
 def syncthreads_count(pred):

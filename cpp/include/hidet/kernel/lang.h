@@ -74,6 +74,20 @@ __device__ __forceinline__ float atomic_add(__nv_bfloat16* p, float v) {
 template <typename T, typename V>
 __device__ __forceinline__ auto atomic_sub(T* p, V v) { return atomic_add(p, -v); }
 
+// ---- two neighbouring elements, rounded from float, in one store (p at a multiple of two elements): a lane's
+// two columns of an mma accumulator tile, 4 bytes of 16-bit values instead of two 2-byte stores
+__device__ __forceinline__ void store_pair(__half* p, float a, float b) {
+  *reinterpret_cast<__half2*>(p) = __floats2half2_rn(a, b);
+}
+#ifndef HIDET_NO_BF16
+__device__ __forceinline__ void store_pair(__nv_bfloat16* p, float a, float b) {
+  *reinterpret_cast<__nv_bfloat162*>(p) = __floats2bfloat162_rn(a, b);
+}
+#endif
+__device__ __forceinline__ void store_pair(float* p, float a, float b) {
+  *reinterpret_cast<float2*>(p) = make_float2(a, b);
+}
+
 __device__ __forceinline__ int32_t atomic_max(int32_t* p, int32_t v) { return atomicMax(p, v); }
 __device__ __forceinline__ int32_t atomic_min(int32_t* p, int32_t v) { return atomicMin(p, v); }
 __device__ __forceinline__ int64_t atomic_max(int64_t* p, int64_t v) {
