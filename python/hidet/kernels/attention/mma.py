@@ -71,8 +71,12 @@ def online_softmax(shape, keys: int):
     and wgmma.py's: their scores lie alike, as m16n8 accumulators, the lane's rows row0 and row0 + 8):
 
         start(oacc, top, total)                                  zero output accumulators, maxima at -inf
-        step(sacc, oacc, top, total, b, j0, first_row, row0, t4) one tile of ``keys`` keys
+        load_mask(mvals, b, j0, row0, t4)                        (a mask) the lane's mask elements of a tile
+        step(sacc, oacc, top, total, mvals, b, j0, first_row, row0, t4) one tile of ``keys`` keys
         finish(oacc, total, b, row0, t4)                         the lane's outputs divided by the row sums
+
+    ``load_mask`` reads the tile's mask elements into registers (``mvals``, mask_registers' shape and dtype), so a
+    kernel issues those loads before it waits for the scores and ``step`` applies them from registers.
 
     ``step`` scales and masks the scores (sacc), takes the new row maxima (top, log2 units; the four lanes of a
     row through two shuffles), puts the probabilities in place of the scores and corrects the running sums
@@ -101,14 +105,14 @@ def online_softmax(shape, keys: int):
     # two products
     CHAINS = [0, 1, 2, 3]
 
-    def score2(acc, b, i, j):
-        """The score in log2 units, after the mask (the causal and sequence-end tests are the caller's); FOLD:
-        the raw score (logit2 scales it)."""
+    def score2(acc, m):
+        """The score in log2 units, after the mask's element ``m`` (the causal and sequence-end tests are the
+        caller's); FOLD: the raw score (logit2 scales it)."""
         if FOLD:
             return acc
         if not MASKED:
             return acc * SCALE2
-        return shape.masked(acc * float(shape.scale), b, i, j, causal=False) * LOG2E
+        return shape.apply_mask(acc * float(shape.scale), m) * LOG2E
 
     def logit2(s):
         """exp2's argument from what score2 stored, before the maximum is taken off."""
@@ -124,7 +128,17 @@ def online_softmax(shape, keys: int):
             total[h] = 0.0
 
     @macro
-    def step(sacc, oacc, top, total, b, j0, first_row, row0, t4):
+    def load_mask(mvals, b, j0, row0, t4):
+        for h in HALVES:
+            row = row0 + h * 8
+            rc = row if row < SQ else SQ - 1  # (rows and keys past the ends read the mask in bounds)
+            for n in NTS:
+                for c in PAIR:
+                    j = j0 + n * 8 + t4 * 2 + c
+                    mvals[n, h * 2 + c] = shape.mask_value(b, rc, j if j < SK else SK - 1)
+
+    @macro
+    def step(sacc, oacc, top, total, mvals, b, j0, first_row, row0, t4):
         edge = 0 if j0 + KEYS <= SK else 1
         if CAUSAL:
             edge = 0 if j0 + KEYS <= SK and j0 + KEYS - 1 <= first_row else 1
@@ -132,15 +146,13 @@ def online_softmax(shape, keys: int):
             if edge == tested:
                 for h in HALVES:
                     row = row0 + h * 8
-                    rc = row if row < SQ else SQ - 1
                     tops = register_tensor(f32, [4])
                     for x in CHAINS:
                         tops[x] = LOWEST
                     for n in NTS:
                         for c in PAIR:
                             j = j0 + n * 8 + t4 * 2 + c
-                            jc = j if j < SK else SK - 1
-                            s = score2(sacc[n, h * 2 + c], b, rc, jc)
+                            s = score2(sacc[n, h * 2 + c], mvals[n, h * 2 + c])
                             if tested == 1:
                                 ok = j < SK
                                 if CAUSAL:
@@ -187,7 +199,16 @@ def online_softmax(shape, keys: int):
                     store_pair(~out[o_base + i64(row) * O_RS + n * 8 + t4 * 2], oacc[n, h * 2] * inv,
                                oacc[n, h * 2 + 1] * inv)
 
-    return start, step, finish
+    return start, load_mask, step, finish
+
+
+def mask_registers(shape, keys: int):
+    """(dtype, shape) of a lane's mask elements of a tile (online_softmax's load_mask; a float32 placeholder
+    without a mask)."""
+    from hidet.ir.dtypes import float32
+
+    dtype = shape.task.inputs[3].dtype if shape.mask_kind != 'none' else float32
+    return dtype, [keys // 8, 4]
 
 
 def build_module(shape, cfg, name: str):
@@ -223,7 +244,9 @@ def build_module(shape, cfg, name: str):
     NTS, DKS, PKS = (list(range(x)) for x in (NT, DK, PK))
     NT2S, ON2S = list(range(NT // 2)), list(range(ON // 2))
 
-    softmax_start, softmax, softmax_finish = online_softmax(shape, KEYS)
+    softmax_start, load_mask, softmax, softmax_finish = online_softmax(shape, KEYS)
+    MASK_DT, MASK_SHAPE = mask_registers(shape, KEYS)
+    MASKED = shape.mask_kind != 'none'
     GRID, block_entry, block_first_row = block_order(shape, ROWS)
 
     with hidet.script_module() as module:
@@ -274,6 +297,7 @@ def build_module(shape, cfg, name: str):
             vf = register_tensor(dt, [8])
             pf = register_tensor(dt, [PK, 8])
             sacc = register_tensor(f32, [NT, 4])
+            mvals = register_tensor(MASK_DT, MASK_SHAPE)
             oacc = register_tensor(f32, [ON, 4])
             top = register_tensor(f32, [2])  # running maximum (log2 units) of the lane's two rows
             total = register_tensor(f32, [2])  # the lane's share of the running row sums
@@ -297,6 +321,8 @@ def build_module(shape, cfg, name: str):
                                  v + (v_base + i64(j0 + KEYS + r if ok else 0) * V_RS + x % V_CH * 8), 16,
                                  16 if ok else 0)
                 cp_async_commit_group()
+                if MASKED:  # (the tile's mask elements in flight while the copies land and the scores run)
+                    load_mask(mvals, b, j0, row0, t4)
                 cp_async_wait_group(1)  # everything but the copies just issued has landed
                 syncthreads()
                 if tile == 0:
@@ -314,7 +340,7 @@ def build_module(shape, cfg, name: str):
                         mma_sync(~qf[kk, 0], ~kf[4], ~sacc[2 * nj + 1, 0])
 
                 # online softmax (mma.online_softmax): probabilities in place of the scores
-                softmax(sacc, oacc, top, total, b, j0, q0 + warp * 16, row0, t4)
+                softmax(sacc, oacc, top, total, mvals, b, j0, q0 + warp * 16, row0, t4)
 
                 # p v: the probabilities as A fragments (two n8 score tiles make one k16 step)
                 for kk in PKS:

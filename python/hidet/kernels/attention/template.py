@@ -118,17 +118,23 @@ class AttentionShape:
         return (f'[{self.batch}, {self.sq}, {self.d}] x [{self.batch}, {self.sk}, {self.dv}] {self.in_dtype.name}'
                 + mask + (', causal' if self.causal else ''))
 
+    def mask_value(self, b, i, j):
+        """The mask's element of query i and key j of flat batch b (its own dtype; a mask is there)."""
+        node = self.task.inputs[3]
+        idx = broadcast_indices(list(unflatten(b, self.batch_shape)) + [i, j], node.shape)
+        return BufferLoad(self.ins[3], flat_index(idx, node.shape), node.dtype)
+
+    def apply_mask(self, score, m):
+        """``score`` after the mask's element ``m`` (mask_value): plus it, or -inf where a bool mask is False."""
+        if self.mask_kind == 'bool':
+            return select(cast(m, boolean), score, convert(float('-inf'), float32))
+        return score + cast(m, float32)
+
     def masked(self, score, b, i, j, causal: bool = True):
         """``score`` of query i and key j of flat batch b after the mask (and the causal rule, unless
         ``causal`` is False: the caller tests it)."""
         if self.mask_kind != 'none':
-            node = self.task.inputs[3]
-            idx = broadcast_indices(list(unflatten(b, self.batch_shape)) + [i, j], node.shape)
-            m = BufferLoad(self.ins[3], flat_index(idx, node.shape), node.dtype)
-            if self.mask_kind == 'bool':
-                score = select(cast(m, boolean), score, convert(float('-inf'), float32))
-            else:
-                score = score + cast(m, float32)
+            score = self.apply_mask(score, self.mask_value(b, i, j))
         if self.causal and causal:
             score = select(binary('<=', j, i), score, call('hidet_lowest', dtype=float32))
         return score

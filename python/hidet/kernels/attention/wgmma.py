@@ -28,7 +28,7 @@ from __future__ import annotations
 from hidet.ir.expr import SymbolVar, Var, cast
 from hidet.ir.schedulers.lowering import unflatten
 
-from .mma import MMA_DTYPES, block_order, online_softmax
+from .mma import MMA_DTYPES, block_order, mask_registers, online_softmax
 
 WG_HEADS = (64, 128)  # head sizes (of q·k and of v) the kernel takes
 WG_ROWS = (64, 128)  # query rows per block: one or two warpgroups
@@ -163,7 +163,9 @@ def build_module(shape, cfg, name: str):
     FOUR = [0, 1, 2, 3]
     DKS, PKS = list(range(DK)), list(range(PK))
 
-    softmax_start, softmax, softmax_finish = online_softmax(shape, KEYS)
+    softmax_start, load_mask, softmax, softmax_finish = online_softmax(shape, KEYS)
+    MASK_DT, MASK_SHAPE = mask_registers(shape, KEYS)
+    MASKED = shape.mask_kind != 'none'
     MAPS, LAYOUTS = [], []
     if TMA:  # (boxes of [rows][64 columns]: q's of the block's rows, k's and v's of a tile's keys)
         for which, (tensor, box_rows) in enumerate(((q, ROWS), (k, KEYS), (v, KEYS))):
@@ -263,6 +265,7 @@ def build_module(shape, cfg, name: str):
 
             pf = register_tensor(dt, [PK, 8])
             sacc = register_tensor(f32, [NT, 4])
+            mvals = register_tensor(MASK_DT, MASK_SHAPE)
             oacc = register_tensor(f32, [ON, 4])
             top = register_tensor(f32, [2])  # running maximum (log2 units) of the lane's two rows
             total = register_tensor(f32, [2])  # the lane's share of the running row sums
@@ -300,13 +303,15 @@ def build_module(shape, cfg, name: str):
                     wgmma(~sacc[0, 0], ~qs[kk // 4 * (ROWS * 64) + wg * 64 * 64 + kk % 4 * 16],
                           ~ks[buf, kk // 4 * (KEYS * 64) + kk % 4 * 16], KEYS, False, False, 0, 0, kk > 0)
                 wgmma_commit_group()
+                if MASKED:  # (the tile's mask elements in flight while the tensor cores run the scores)
+                    load_mask(mvals, b, j0, row0, t4)
                 wgmma_wait_group(0)
                 if TMA:
                     if tid % 128 == 0:  # (the warpgroup's wgmmas are done reading the buffer's k tile)
                         mbarrier_arrive(~k_empty[buf])
 
                 # online softmax (mma.online_softmax): probabilities in place of the scores
-                softmax(sacc, oacc, top, total, b, j0, q0 + warp * 16, row0, t4)
+                softmax(sacc, oacc, top, total, mvals, b, j0, q0 + warp * 16, row0, t4)
 
                 # p v: the probabilities as A fragments from registers (two n8 score tiles make one k16 step);
                 # v's tile N-major, a k16 step 16 of its rows
