@@ -20,8 +20,9 @@ products run:
 - p v: the probabilities, rounded to the input dtype, are the A operand of ``wgmma m64n{dv}k16`` straight from
   registers (two neighbouring n8 score tiles are one k16 A fragment), v's tile the B operand from shared memory.
 
-Each product waits for its wgmmas before the softmax or the next tile reads their accumulators; overlapping
-the softmax of one tile with the scores of the next (two warpgroups in turn) is not done yet.
+Each product waits for its wgmmas before the softmax or the next tile reads their accumulators; with TMA, a
+tile's p v is not waited for alone: the next tile's scores issue behind it and one wait covers both (its v buffer
+released then). Overlapping the softmax of one tile with the scores of the next is not done.
 """
 from __future__ import annotations
 
@@ -305,10 +306,12 @@ def build_module(shape, cfg, name: str):
                 wgmma_commit_group()
                 if MASKED:  # (the tile's mask elements in flight while the tensor cores run the scores)
                     load_mask(mvals, b, j0, row0, t4)
-                wgmma_wait_group(0)
+                wgmma_wait_group(0)  # (TMA: the previous tile's p v too, issued last iteration without a wait)
                 if TMA:
-                    if tid % 128 == 0:  # (the warpgroup's wgmmas are done reading the buffer's k tile)
-                        mbarrier_arrive(~k_empty[buf])
+                    if tid % 128 == 0:  # (the warpgroup's wgmmas are done reading the buffer's k tile, and the
+                        mbarrier_arrive(~k_empty[buf])  # previous buffer's v tile)
+                        if tile > 0:
+                            mbarrier_arrive(~v_empty[(tile + S - 1) % S])
 
                 # online softmax (mma.online_softmax): probabilities in place of the scores
                 softmax(sacc, oacc, top, total, mvals, b, j0, q0 + warp * 16, row0, t4)
@@ -325,13 +328,12 @@ def build_module(shape, cfg, name: str):
                 for kk in PKS:
                     wgmma_rs(~oacc[0, 0], ~pf[kk, 0], ~vs[buf, kk * 16 * 64], DV, True, V_LBO)
                 wgmma_commit_group()
-                wgmma_wait_group(0)
-                if TMA:
-                    if tid % 128 == 0:
-                        mbarrier_arrive(~v_empty[buf])
-                else:
+                if not TMA:  # (TMA: the next tile's scores issue behind this product; their wait is its wait)
+                    wgmma_wait_group(0)
                     syncthreads()  # every warpgroup is done with this buffer before the next tile's copies refill it
 
+            if TMA:
+                wgmma_wait_group(0)
             softmax_finish(oacc, total, b, row0, t4)
 
     kernel = module.functions[-1]
