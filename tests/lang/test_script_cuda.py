@@ -8,7 +8,7 @@ import pytest
 import torch
 
 import hidet
-from hidet.lang import attr, bf16, cast, f16, f32, f64, i32, i64, register_tensor, unroll, view
+from hidet.lang import attr, bf16, boolean, cast, f16, f32, f64, i32, i64, register_tensor, unroll, view
 from hidet.lang import math as hm
 from hidet.lang.cuda import (activemask, atomic_add, atomic_cas, atomic_exchange, atomic_max, atomic_min, atomic_sub,
                              ballot_sync, blockDim, blockIdx, cp_async, cp_async_commit_group, cp_async_wait_all,
@@ -18,7 +18,7 @@ from hidet.lang.cuda import (activemask, atomic_add, atomic_cas, atomic_exchange
                              fence_proxy_async, wgmma, wgmma_commit_group, wgmma_fence, wgmma_rs, wgmma_wait_group,
                              fence_mbarrier_init, mbarrier_arrive_expect_tx, mbarrier_init, mbarrier_wait,
                              named_barrier_sync, tensor_map, tma_load_im2col, cluster_load_f32x4, cluster_rank,
-                             cluster_sync, store_pair)
+                             cluster_sync, load_pair, store_pair)
 from hidet.ir.type import Im2col
 
 
@@ -437,6 +437,49 @@ def test_store_pair_writes_two_neighbours(dtype):
     pair_store_module({'float16': f16, 'bfloat16': bf16, 'float32': f32}[dtype]).build()(out)
     i = torch.arange(32, device='cuda', dtype=torch.float32)
     assert torch.equal(out.float(), torch.stack([i + 0.25, -i], 1).flatten().to(out.dtype).float())
+
+
+def pair_load_module(dtype):
+    """out[2 i + 1], out[2 i] = src[2 i], src[2 i + 1] through a register tensor, one load_pair a thread."""
+    with hidet.script_module() as script_module:
+        @hidet.script
+        def pairs(src: dtype[64], out: dtype[64]):
+            attr.cuda_grid_dim = 1
+            attr.cuda_block_dim = 32
+            i = threadIdx.x
+            regs = register_tensor(dtype, [2])
+            load_pair(~regs[0], ~src[2 * i])
+            out[2 * i] = regs[1]
+            out[2 * i + 1] = regs[0]
+    return script_module
+
+
+def test_load_pair_source_and_its_types():
+    """load_pair is one call of hidet::lang::load_pair; a destination of another element type is refused."""
+    _nvcc_or_skip()
+    with hidet.option.context(cuda_arch='sm_80'):
+        for dtype in (f16, bf16, f32, boolean):
+            assert 'hidet::lang::load_pair(' in pair_load_module(dtype).build().source
+    from hidet.lang.errors import HidetScriptError
+
+    with pytest.raises(HidetScriptError, match='load_pair copies between one element type, not float16 into float32'):
+        with hidet.script_module():
+            @hidet.script
+            def mixed(src: f16[2]):
+                attr.cuda_grid_dim = 1
+                attr.cuda_block_dim = 1
+                regs = register_tensor(f32, [2])
+                load_pair(~regs[0], ~src[0])
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize('dtype', ['float16', 'bfloat16', 'float32', 'bool'])
+def test_load_pair_reads_two_neighbours(dtype):
+    src = (torch.arange(64, device='cuda') % 3 == 0) if dtype == 'bool' else \
+        torch.arange(64, device='cuda').to(getattr(torch, dtype))
+    out = torch.empty_like(src)
+    pair_load_module({'float16': f16, 'bfloat16': bf16, 'float32': f32, 'bool': boolean}[dtype]).build()(src, out)
+    assert torch.equal(out, src.view(32, 2).flip(1).flatten())
 
 
 def test_max_registers_caps_a_thread_with_maxnreg():

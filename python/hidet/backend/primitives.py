@@ -48,6 +48,7 @@ PRIMITIVES: Dict[str, tuple] = {
     'cuda_cluster_sync': (('cuda',), 'hidet::lang::cluster_sync()'),
     'cuda_cluster_load_f32x4': (('cuda',), 'hidet::lang::cluster_load_f32x4({0}, {1}, (uint32_t)({2}))'),
     'cuda_store_pair': (('cuda',), 'hidet::lang::store_pair({0}, (float)({1}), (float)({2}))'),
+    'cuda_load_pair': (('cuda',), 'hidet::lang::load_pair({0}, {1})'),
     'cuda_mbarrier_init': (('cuda',), 'hidet::lang::mbarrier_init((uint64_t*)({0}), (int)({1}))'),
     'cuda_fence_mbarrier_init': (('cuda',), 'hidet::lang::fence_mbarrier_init()'),
     'cuda_mbarrier_arrive': (('cuda',), 'hidet::lang::mbarrier_arrive((uint64_t*)({0}))'),

@@ -23,7 +23,7 @@ __all__ = ['threadIdx', 'blockIdx', 'blockDim', 'gridDim', 'warp_size', 'syncthr
            'cp_async_wait_all', 'ldmatrix', 'mma_sync', 'wgmma', 'wgmma_rs', 'wgmma_fence', 'wgmma_commit_group',
            'wgmma_wait_group', 'fence_proxy_async', 'mbarrier_init', 'fence_mbarrier_init', 'mbarrier_arrive',
            'mbarrier_arrive_expect_tx', 'mbarrier_wait', 'tma_load', 'cluster_rank', 'cluster_sync',
-           'cluster_load_f32x4', 'store_pair']
+           'cluster_load_f32x4', 'store_pair', 'load_pair']
 
 warp_size = 32
 FULL_MASK = 0xFFFFFFFF
@@ -108,6 +108,15 @@ def store_pair(dst, a, b):
     if pointee(ptr).name not in ('float16', 'bfloat16', 'float32'):
         raise TypeError(f'store_pair stores float16, bfloat16 or float32 pairs, not {pointee(ptr).name}')
     return PrimCall('cuda_store_pair', [ptr, _scalar(a, 'the first value'), _scalar(b, 'the second value')], void)
+
+
+def load_pair(dst, src):
+    """Load the element at ``src`` and the one after it into ``dst`` and the element after it, in one load (``src``
+    at a multiple of two elements; both of one element type, e.g. a global tensor's row into a register tensor)."""
+    d, s = as_pointer(dst, 'load_pair: dst'), as_pointer(src, 'load_pair: src')
+    if pointee(d).name != pointee(s).name:
+        raise TypeError(f'load_pair copies between one element type, not {pointee(s).name} into {pointee(d).name}')
+    return PrimCall('cuda_load_pair', [d, s], void)
 
 
 def syncthreads_count(pred):

@@ -226,6 +226,26 @@ def test_causal_blocks_run_longest_first():
             assert ('(int32_t(7) - ((int32_t)blockIdx.y))' in source) == (kind == 'causal'), (arch, kind)
 
 
+def test_mask_pairs_read_two_keys_in_one_load():
+    """A mask with a row per key of even length reads a lane's two neighbouring keys in one load (load_pair); a
+    mask broadcast along the keys, or of an odd number of them, element by element."""
+    from hidet.kernels.attention.template import AttentionShape
+
+    def task(mask_shape, sk, dtype='float16'):
+        q = hidet.symbol([2, 4, 64, 64], 'float16', 'cpu')
+        k = v = hidet.symbol([2, 4, sk, 64], 'float16', 'cpu')
+        return AttentionOp(q, k, v, hidet.symbol(mask_shape, dtype, 'cpu'), 0.125, False).task
+
+    cases = [(([64, 128], 128), True), (([2, 1, 1, 128], 128, 'bool'), True), (([2, 4, 64, 1], 128), False),
+             (([64, 127], 127), False)]
+    for args, pairs in cases:
+        t = task(*args)
+        assert AttentionShape(t).mask_pairs == pairs, args
+        source = find_attention_template(t, 'cuda', 'sm_90').source(AttentionConfig(64, 64, True, True))
+        assert ('hidet::lang::load_pair(' in source) == pairs, args
+    assert not AttentionShape(_mma_task([2], 64, 64, 64, 64, 'float16', 'causal', device='cpu')).mask_pairs
+
+
 @pytest.mark.cuda
 @pytest.mark.parametrize('case', MMA_CASES, ids=str)
 def test_tensor_core_kernel_every_config_matches_torch(case):

@@ -88,6 +88,16 @@ __device__ __forceinline__ void store_pair(float* p, float a, float b) {
   *reinterpret_cast<float2*>(p) = make_float2(a, b);
 }
 
+// ---- two neighbouring elements in one load (src at a multiple of two elements): a lane's two columns of an mma
+// score tile read from a mask, one 4-byte load of 16-bit values instead of two 2-byte loads
+template <typename T>
+__device__ __forceinline__ void load_pair(T* dst, const T* src) {
+  struct alignas(2 * sizeof(T)) Pair { T first, second; };
+  const Pair pair = *reinterpret_cast<const Pair*>(src);
+  dst[0] = pair.first;
+  dst[1] = pair.second;
+}
+
 __device__ __forceinline__ int32_t atomic_max(int32_t* p, int32_t v) { return atomicMax(p, v); }
 __device__ __forceinline__ int32_t atomic_min(int32_t* p, int32_t v) { return atomicMin(p, v); }
 __device__ __forceinline__ int64_t atomic_max(int64_t* p, int64_t v) {

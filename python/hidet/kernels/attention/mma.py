@@ -87,12 +87,13 @@ def online_softmax(shape, keys: int):
     # (Hidet Script and the code generator load when a kernel is built: import hidet, which reads the
     # templates through the fusion policy, stays light)
     from hidet.lang import f32, i64, macro, register_tensor
-    from hidet.lang.cuda import shfl_xor_sync, store_pair
+    from hidet.lang.cuda import load_pair, shfl_xor_sync, store_pair
     from hidet.lang.math import exp2, max as fmax
 
     SQ, SK, KEYS, CAUSAL = shape.sq, shape.sk, keys, shape.causal
     out, O_RS = shape.out, shape.row_stride(3)
     MASKED = shape.mask_kind != 'none'
+    PAIRS = shape.mask_pairs
     SCALE2 = float(shape.scale) * LOG2E
     HALVES, PAIR, FOUR = [0, 1], [0, 1], [0, 1, 2, 3]
     NTS, ONS = list(range(keys // 8)), list(range(shape.dv // 8))
@@ -133,9 +134,13 @@ def online_softmax(shape, keys: int):
             row = row0 + h * 8
             rc = row if row < SQ else SQ - 1  # (rows and keys past the ends read the mask in bounds)
             for n in NTS:
-                for c in PAIR:
-                    j = j0 + n * 8 + t4 * 2 + c
-                    mvals[n, h * 2 + c] = shape.mask_value(b, rc, j if j < SK else SK - 1)
+                if PAIRS:  # (the lane's two neighbouring keys in one load)
+                    j = j0 + n * 8 + t4 * 2
+                    load_pair(~mvals[n, h * 2], shape.mask_value(b, rc, j if j < SK else SK - 2))
+                else:
+                    for c in PAIR:
+                        j = j0 + n * 8 + t4 * 2 + c
+                        mvals[n, h * 2 + c] = shape.mask_value(b, rc, j if j < SK else SK - 1)
 
     @macro
     def step(sacc, oacc, top, total, mvals, b, j0, first_row, row0, t4):

@@ -124,6 +124,16 @@ class AttentionShape:
         idx = broadcast_indices(list(unflatten(b, self.batch_shape)) + [i, j], node.shape)
         return BufferLoad(self.ins[3], flat_index(idx, node.shape), node.dtype)
 
+    @property
+    def mask_pairs(self) -> bool:
+        """Whether a mask's two elements of keys j and j + 1 (j even) are neighbours at an even offset, so a lane's
+        two columns of a score tile read them in one load: the mask has a row per key (not broadcast along
+        keys) of an even length (its outer strides are multiples of it)."""
+        if self.mask_kind == 'none':
+            return False
+        last = self.task.inputs[3].shape[-1]
+        return isinstance(last, int) and isinstance(self.sk, int) and last == self.sk and last % 2 == 0
+
     def apply_mask(self, score, m):
         """``score`` after the mask's element ``m`` (mask_value): plus it, or -inf where a bool mask is False."""
         if self.mask_kind == 'bool':
