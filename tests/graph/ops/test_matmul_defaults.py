@@ -94,3 +94,23 @@ def test_narrow_gemms_take_narrow_wgmma_tiles(shape, config):
     assert default_config(spec, 132, wgmma=True).name() == config
     assert 'n-major B' in check_config(match_gemm(matmul_task([m, k], [k, n])), MmaConfig(64, 16, 64, 64, 16, 6, 1,
                                                                                           True))
+
+
+def test_wgmma_blocks_hold_only_the_stages_their_k_tiles_use():
+    """A wgmma block of fewer k-tiles than stages holds those alone in shared memory (tile kt in stage kt % S,
+    nothing loaded past the last): resnet50's 1x1 convolution 64 → 256 at batch 32 is one k-tile, so its 64 x 128
+    tiles need the epilogue's staging tile (34 KB), not three stages (72 KB); mma.sync keeps all its stages."""
+    from dataclasses import replace
+
+    from hidet.kernels.matmul.config import STAGE_PAD, WG_ALIGN, smem_bytes, stage_buffers
+
+    one = conv_spec([32, 56, 56, 64], [256, 1, 1, 64], 1, 0, 1)
+    cfg = default_config(one, 132, wgmma=True)
+    assert (cfg.bm, cfg.bn, cfg.stages, cfg.wgmma) == (64, 128, 3, True) and stage_buffers(one, cfg) == 1
+    assert smem_bytes(one, cfg) == 64 * (128 + STAGE_PAD) * 4  # the staging tile is the largest use
+    four = conv_spec([32, 56, 56, 256], [64, 1, 1, 256], 1, 0, 1)  # 4 k-tiles: every stage
+    assert stage_buffers(four, replace(cfg, bn=64, wn=64)) == 3
+    split = replace(cfg, split_k=2)  # 2 k-tiles a split block
+    assert stage_buffers(conv_spec([32, 56, 56, 256], [128, 1, 1, 256], 1, 0, 1), split) == 2
+    assert stage_buffers(one, replace(cfg, wgmma=False, bk=32, wm=32, wn=32)) == 3
+    assert smem_bytes(four, replace(cfg, bn=64, wn=64)) == 3 * (64 * 64 + 64 * 64) * 2 + WG_ALIGN - 16

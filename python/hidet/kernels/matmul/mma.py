@@ -43,7 +43,7 @@ from hidet.ir.expr import BufferLoad, SymbolVar, Var, binary
 from hidet.ir.stmt import Seq
 
 from .config import (STAGE_PAD, WG_ALIGN, MmaConfig, cdiv, check_config, chunk, cluster_split, is_tf32, kernel_name,
-                     smem_bytes, stage_elements, vector_store, vector_width)
+                     smem_bytes, stage_buffers, stage_elements, vector_store, vector_width)
 from .spec import GemmSpec
 from .tma import im2col_map, im2col_window, tensor_map
 from .values import GemmValues, _prod, row_split
@@ -136,7 +136,7 @@ def build_script_module(spec: GemmSpec, cfg: MmaConfig, m_bound=None):
     TF32 = is_tf32(spec)
     KSTEP = 8 if TF32 else 16  # k of one mma
     A_STAGE, B_STAGE = stage_elements(spec, cfg)
-    A_SHAPE, B_SHAPE = [S, A_STAGE], [S, B_STAGE]
+    A_SHAPE, B_SHAPE = [stage_buffers(spec, cfg), A_STAGE], [stage_buffers(spec, cfg), B_STAGE]  # (stage kt % S)
     A_BYTES = _prod(A_SHAPE) * dt.nbytes
     a_at, b_at = tile_offset(spec, cfg, A_KM, BM), tile_offset(spec, cfg, B_KM, BN)
     ALIGN = WG_ALIGN if WG else 16
