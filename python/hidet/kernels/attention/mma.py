@@ -22,6 +22,7 @@ visible, so a processed row always has a finite maximum.
 """
 from __future__ import annotations
 
+from hidet.ir.dtypes import float32
 from hidet.ir.expr import SymbolVar, cast, select
 
 MAX_HEAD = 128  # head sizes (of q·k and of v) the kernel takes: multiples of 16 up to this
@@ -210,8 +211,6 @@ def online_softmax(shape, keys: int):
 def mask_registers(shape, keys: int):
     """(dtype, shape) of a lane's mask elements of a tile (online_softmax's load_mask; a float32 placeholder
     without a mask)."""
-    from hidet.ir.dtypes import float32
-
     dtype = shape.task.inputs[3].dtype if shape.mask_kind != 'none' else float32
     return dtype, [keys // 8, 4]
 
