@@ -246,6 +246,52 @@ def test_mask_pairs_read_two_keys_in_one_load():
     assert not AttentionShape(_mma_task([2], 64, 64, 64, 64, 'float16', 'causal', device='cpu')).mask_pairs
 
 
+def test_tensor_core_library_falls_back_where_buffers_are_misaligned():
+    """A tensor-core config's launch entry tests the alignment its vector accesses need (q, k, v: 16 bytes; the
+    output's and a paired mask's element pairs) and runs the float32 kernel otherwise; a tuning candidate's
+    library (fallback=False) fails with a message instead."""
+    from hidet.kernels.attention.template import FALLBACK
+
+    task = _mma_task([1, 2], 130, 200, 128, 128, 'bfloat16', 'add', device='cpu')
+    t = find_attention_template(task, 'cuda', 'sm_90')
+    cfg = t.default()
+    source = t.source(cfg)
+    kernel, fallback = (f'attention_cuda_{t.shape.task.key()[:12]}_{c.name()}' for c in (cfg, FALLBACK))
+    needs = ((0, 16), (1, 16), (2, 16), (4, 4), (3, 4))  # q, k, v, the output, the mask
+    checks = ' && '.join(f'hidet::is_aligned(buffers[{i}], {n})' for i, n in needs)
+    assert f'if ({checks})\n    return {kernel}(buffers, 5, dims, 0, stream);\n  return {fallback}(buffers' in source
+    bare = t.source(cfg, fallback=False)
+    assert fallback not in bare and 'is not aligned for the tensor-core kernel' in bare
+    # (an odd number of keys: no mask pairs, so no mask test)
+    odd = find_attention_template(_mma_task([1, 2], 64, 63, 64, 64, 'float16', 'add', device='cpu'), 'cuda', 'sm_90')
+    assert 'hidet::is_aligned(buffers[3]' not in odd.source(odd.default())
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize('kind', ['causal', 'add'])
+def test_misaligned_buffers_take_the_fallback_and_match_torch(kind):
+    """q, k, v and a mask at an odd element offset (contiguous torch views of a larger buffer) run the float32
+    kernel instead of faulting in 16-byte copies."""
+    from hidet.backend.cache import build_libraries
+    from hidet.runtime.compiled_module import CompiledModule
+
+    case = ([2, 3], 64, 64, 64, 64, 'float16', kind)
+    template = find_attention_template(_mma_task(*case), 'cuda')
+    g = torch.Generator().manual_seed(5)
+
+    def odd(*shape):
+        flat = torch.randn(math.prod(shape) + 1, generator=g).half().cuda()
+        return flat[1:].view(*shape)
+
+    q, k, v = odd(2, 3, 64, 64), odd(2, 3, 64, 64), odd(2, 3, 64, 64)
+    mask = odd(64, 64) if kind == 'add' else None
+    expected = _expected(q, k, v, mask, kind == 'causal', 0.3)
+    path, = build_libraries([(template.source(template.default()), 'cuda', 'attention-test')])
+    out = torch.full(expected.shape, float('nan'), dtype=torch.float16, device='cuda')
+    CompiledModule(path)['launch'](*[x for x in (q, k, v, mask) if x is not None], out)
+    torch.testing.assert_close(out, expected, rtol=1e-2, atol=1e-2)
+
+
 @pytest.mark.cuda
 @pytest.mark.parametrize('case', MMA_CASES, ids=str)
 def test_tensor_core_kernel_every_config_matches_torch(case):

@@ -16,7 +16,7 @@ The finder takes only the bare attention task (AttentionOp is not fused with its
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import List, Optional
+from typing import List, Optional, Tuple
 
 from hidet.ir.dtypes import boolean, float32
 from hidet.ir.expr import BufferLoad, SymbolVar, Var, binary, call, cast, convert, select
@@ -52,6 +52,11 @@ class AttentionConfig:
 
     def as_dict(self) -> dict:
         return asdict(self)
+
+
+# the float32 kernel (its level 0) that a tensor-core config's library runs where the buffers are not aligned for
+# the tensor-core kernel's vector accesses (AttentionTemplate._alignment_checks), e.g. a torch view at an odd offset
+FALLBACK = AttentionConfig(8)
 
 
 class AttentionShape:
@@ -328,7 +333,7 @@ class AttentionTemplate(Template):
                     configs += [AttentionConfig(r, k, True, True) for r in wgmma.WG_ROWS for k in wgmma.WG_KEYS
                                 if wgmma.tma_smem_bytes(self.shape, r, k) <= wgmma.MAX_SMEM]
             return configs
-        return [AttentionConfig(8)] if level == 0 else [AttentionConfig(r) for r in (8, 4, 16)]
+        return [FALLBACK] if level == 0 else [AttentionConfig(r) for r in (8, 4, 16)]
 
     def _takes_wgmma(self) -> bool:
         """Whether the warpgroup kernel (sm_90) can run this task."""
@@ -366,20 +371,46 @@ class AttentionTemplate(Template):
         return AttentionConfig(64, 64 if max(shape.d, shape.dv) <= 64 else 32)
 
     def source(self, config: AttentionConfig, fallback: bool = True) -> str:
+        """The library of ``config``'s kernel. A tensor-core config's launch entry runs it where the buffers are
+        aligned for its vector accesses (_alignment_checks), else the float32 kernel (``fallback``; without it,
+        as tuning candidates are built, misaligned buffers are an error)."""
         # (Hidet Script and the code generator load when a kernel is built: import hidet, which reads the
         # templates through the fusion policy, stays light)
-        from hidet.backend.codegen import forwarding_launch, generate
+        from hidet.backend.codegen import declare_kernel, forwarding_launch, generate, merge_libraries
 
-        if config.mma:
-            kernels = wgmma if config.wgmma else mma
-            script = generate(kernels.build_module(self.shape, config, _kernel_name(self.shape, config, 'cuda'))
-                              .ir_module())
-        else:
+        kernel = _kernel_name(self.shape, config, self.target)
+        n, dims = len(self.shape.ins) + 1, len(self.shape.task.symbols())
+        if not config.mma:
             build = _cpu_module if self.target == 'cpu' else _cuda_module
             script = generate(build(self.shape, config).ir_module())
-        kernel = _kernel_name(self.shape, config, self.target)
-        return '\n'.join([script, ''] + forwarding_launch('attention', kernel, len(self.shape.ins) + 1,
-                                                           self.shape.task.signature(), len(self.shape.task.symbols())))
+            launch = forwarding_launch('attention', kernel, n, self.shape.task.signature(), dims)
+            return '\n'.join([script, ''] + launch)
+        kernels = wgmma if config.wgmma else mma
+        scripts = [generate(kernels.build_module(self.shape, config, kernel).ir_module())]
+        if fallback:
+            scripts.append(generate(_cuda_module(self.shape, FALLBACK).ir_module()))
+        checks = ' && '.join(f'hidet::is_aligned(buffers[{i}], {nbytes})' for i, nbytes in self._alignment_checks())
+        other = (f'return {_kernel_name(self.shape, FALLBACK, "cuda")}(buffers, {n}, dims, {dims}, stream);'
+                 if fallback else 'return hidet::fail("attention: q, k, v, the mask or the output is not aligned for '
+                 f'the tensor-core kernel {config.name()}");')
+        entry = ['HIDET_KERNEL_EXPORT int32_t launch(void* const* buffers, int32_t num_buffers, const int64_t* dims, '
+                 'int32_t num_dims, void* stream) {',
+                 f'  if (num_buffers != {n})',
+                 f'    return hidet::fail("attention: expected {n} buffers, got %d", (int)num_buffers);',
+                 f'  if ({checks})',
+                 f'    return {kernel}(buffers, {n}, dims, {dims}, stream);',
+                 f'  {other}', '}', '']
+        return '\n'.join([merge_libraries(scripts), ''] + entry + declare_kernel('launch', self.shape.task.signature()))
+
+    def _alignment_checks(self) -> List[Tuple[int, int]]:
+        """(buffer, bytes) of the tensor-core kernels' vector accesses: q, k and v copied 16 bytes at a time
+        (cp.async, TMA; their rows start at multiples of 8 elements: mma.unsupported), the output stored two
+        elements at a time (store_pair), a mask's pairs of keys read in one load (load_pair)."""
+        n = len(self.shape.ins)
+        checks = [(0, 16), (1, 16), (2, 16), (n, 2 * self.shape.task.outputs[0].dtype.nbytes)]
+        if self.shape.mask_pairs:
+            checks.append((3, 2 * self.shape.task.inputs[3].dtype.nbytes))
+        return checks
 
     def check(self, config: AttentionConfig) -> str:
         return '' if config in self.space(2) else f'{config.name()} is not a config of {self.name} on {self.target}'
