@@ -10,7 +10,7 @@ import pytest
 
 import hidet
 from hidet.cli import main
-from hidet.cli.bench import _exclusive_times
+from hidet.cli.bench import _exclusive_times, _kernel_label
 
 
 def test_paths(capsys):
@@ -182,6 +182,15 @@ def test_bench_profile_and_default_backends(capsys):
                '--backends', 'hidet'])
     out = capsys.readouterr().out
     assert rc == 0 and re.search(r'\(\d+ more\)', out), out
+
+
+def test_profile_labels_keep_the_kernels_name_alone():
+    # a C++ kernel's void and parameter list and hidet's namespace go, so 90 characters hold the name
+    hidet_kernel = 'mma_fused_conv2d_channels_last_cast_f32_mult_32x56x56x64x256_64x128x64_w64x128_p3_wg_tma'
+    assert _kernel_label(f'hidet_script::{hidet_kernel}(__half*, __half*, float*, int)') == hidet_kernel
+    assert _kernel_label('void cutlass::Kernel<gemm<64, (int)2>>(Params)') == 'cutlass::Kernel<gemm<64, (int)2>>'
+    for name in ('triton_poi_fused_add_mul_pow_tanh_view_5', 'Memcpy DtoD (Device -> Device)', 'Memset (Unknown)'):
+        assert _kernel_label(name) == name
 
 
 def test_kernel_times_count_overlaps_once():

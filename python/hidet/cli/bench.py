@@ -251,7 +251,7 @@ def _profile(call: Callable, device: str, calls: int = 10, top: int = 15) -> Tup
         entry[1] += 1
     total = sum(us for us, _ in kernels.values()) or 1.0
     rows = sorted(kernels.items(), key=lambda kv: -kv[1][0])
-    table = [[name[:90], f'{us / calls:.1f}', f'{n / calls:g}', f'{100 * us / total:.1f}%']
+    table = [[_kernel_label(name)[:90], f'{us / calls:.1f}', f'{n / calls:g}', f'{100 * us / total:.1f}%']
              for name, (us, n) in rows[:top]]
     if len(rows) > top:
         rest = rows[top:]
@@ -259,6 +259,22 @@ def _profile(call: Callable, device: str, calls: int = 10, top: int = 15) -> Tup
                       f'{sum(r[1][1] for r in rest) / calls:g}', f'{100 * sum(r[1][0] for r in rest) / total:.1f}%'])
     launches = sum(n for _, n in kernels.values()) / calls
     return tabulate(table, headers=['kernel', 'µs / call', 'launches / call', 'share']), total / calls, launches
+
+
+def _kernel_label(name: str) -> str:
+    """A kernel's profiler name without what every row repeats: a C++ name's ``void`` and parameter list, and hidet's
+    ``hidet_script::`` namespace (hidet_script::mma_..._64x128x64_w64x128_p3_wg_tma(__half*, ...) → mma_..._wg_tma),
+    so the table's 90 characters hold the name itself."""
+    if name.startswith('void '):
+        name = name[len('void '):]
+    if name.endswith(')'):  # the parameter list: from the '(' that closes the name's last one
+        depth = 0
+        for i in range(len(name) - 1, -1, -1):
+            depth += {')': 1, '(': -1}.get(name[i], 0)
+            if depth == 0:
+                name = name[:i] if i > 0 and not name[i - 1].isspace() else name  # (not "Memcpy DtoD (...)")
+                break
+    return name[len('hidet_script::'):] if name.startswith('hidet_script::') else name
 
 
 def _backends(args) -> List[str]:

@@ -114,3 +114,16 @@ def test_wgmma_blocks_hold_only_the_stages_their_k_tiles_use():
     assert stage_buffers(conv_spec([32, 56, 56, 256], [128, 1, 1, 256], 1, 0, 1), split) == 2
     assert stage_buffers(one, replace(cfg, wgmma=False, bk=32, wm=32, wn=32)) == 3
     assert smem_bytes(four, replace(cfg, bn=64, wn=64)) == 3 * (64 * 64 + 64 * 64) * 2 + WG_ALIGN - 16
+
+
+def test_kernel_names_tell_tasks_of_one_fused_name_apart():
+    """A kernel's name holds its GEMM shape: resnet50's 1x1 convolutions (one fused name, their tasks' first 40
+    characters alike) stay apart in a profile."""
+    from hidet.kernels.matmul.config import kernel_name
+    from hidet.kernels.matmul.space import default_config
+
+    specs = [conv_spec([32, 56, 56, 64], [256, 1, 1, 64], 1, 0, 1),
+             conv_spec([32, 28, 28, 128], [512, 1, 1, 128], 1, 0, 1)]
+    names = [kernel_name(s, default_config(s, 132, True)) for s in specs]
+    assert names == ['mma_conv2d_channels_last_100352x256x64_64x128x64_w64x128_p3_wg_tma',
+                     'mma_conv2d_channels_last_25088x512x128_64x128x64_w64x128_p3_wg_tma'], names

@@ -2,6 +2,7 @@
 and split-k workspace it needs, and whether it can run a GEMM (``check_config``)."""
 from __future__ import annotations
 
+import re
 from dataclasses import asdict, dataclass
 
 from .spec import GemmSpec
@@ -181,4 +182,7 @@ def vector_store(spec: GemmSpec) -> bool:
 
 
 def kernel_name(spec: GemmSpec, cfg: MmaConfig) -> str:
-    return f'mma_{spec.task.name[:40]}_{cfg.name()}'
+    """The task's name (its first 40 characters), its GEMM shape and the config: a profile's rows of distinct tasks
+    whose fused names begin alike (resnet50's convolutions with their batch-norm epilogues) stay apart."""
+    shape = re.sub(r'\W+', '_', spec.shape_text()).strip('_')
+    return f'mma_{spec.task.name[:40]}_{shape}_{cfg.name()}'
