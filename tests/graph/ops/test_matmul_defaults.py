@@ -6,7 +6,7 @@ import pytest
 
 from hidet import ops
 from hidet.kernels.matmul import MmaConfig, find_matmul_template, match_gemm
-from hidet.kernels.matmul.config import check_config
+from hidet.kernels.matmul.config import check_config, kernel_name
 from hidet.kernels.matmul.space import default_config
 
 from .matmul_cases import conv_spec, fused_tasks, matmul_task
@@ -119,9 +119,6 @@ def test_wgmma_blocks_hold_only_the_stages_their_k_tiles_use():
 def test_kernel_names_tell_tasks_of_one_fused_name_apart():
     """A kernel's name holds its GEMM shape: resnet50's 1x1 convolutions (one fused name, their tasks' first 40
     characters alike) stay apart in a profile."""
-    from hidet.kernels.matmul.config import kernel_name
-    from hidet.kernels.matmul.space import default_config
-
     specs = [conv_spec([32, 56, 56, 64], [256, 1, 1, 64], 1, 0, 1),
              conv_spec([32, 28, 28, 128], [512, 1, 1, 128], 1, 0, 1)]
     names = [kernel_name(s, default_config(s, 132, True)) for s in specs]
