@@ -8,7 +8,7 @@ Hidet Script modules (``IRModule.exports``) instead export one entry point per k
 from __future__ import annotations
 
 import json
-from typing import Dict, List, Optional, Sequence, Set
+from typing import Dict, List, Optional, Sequence, Set, Tuple
 
 from hidet.backend.primitives import render
 from hidet.ir.dtypes import DataType
@@ -592,16 +592,18 @@ def merge_libraries(sources: Sequence[str]) -> str:
 
 
 def forwarding_launch(label: str, kernel: str, num_buffers: int, signature: str, num_dims: int = 0,
-                      entry: str = 'launch') -> List[str]:
+                      entry: str = 'launch', guard: Optional[Tuple[str, str]] = None) -> List[str]:
     """A ``launch`` entry (kernel ABI; named ``entry``, declared with ``signature``: the task's) for a template's
     library: checks the buffer count, then calls the Hidet Script kernel's own entry point with the same buffers
-    and the ``num_dims`` symbolic dimensions (its scalar parameters)."""
+    and the ``num_dims`` symbolic dimensions (its scalar parameters). ``guard``: (a C++ condition on the buffers,
+    the statement run instead where it is false), e.g. the alignment a kernel's vector accesses need."""
+    call = f'return {kernel}(buffers, {num_buffers}, dims, {num_dims}, stream);'
+    body = [f'  {call}'] if guard is None else [f'  if ({guard[0]})', f'    {call}', f'  {guard[1]}']
     return [f'HIDET_KERNEL_EXPORT int32_t {entry}(void* const* buffers, int32_t num_buffers, const int64_t* dims, '
             'int32_t num_dims, void* stream) {',
             f'  if (num_buffers != {num_buffers})',
             f'    return hidet::fail("{_fmt(label)}: expected {num_buffers} buffers, got %d", (int)num_buffers);',
-            f'  return {kernel}(buffers, {num_buffers}, dims, {num_dims}, stream);',
-            '}', ''] + declare_kernel(entry, signature)
+            *body, '}', ''] + declare_kernel(entry, signature)
 
 
 def _generate_script(module: IRModule) -> str:

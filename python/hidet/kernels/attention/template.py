@@ -376,31 +376,24 @@ class AttentionTemplate(Template):
         as tuning candidates are built, misaligned buffers are an error)."""
         # (Hidet Script and the code generator load when a kernel is built: import hidet, which reads the
         # templates through the fusion policy, stays light)
-        from hidet.backend.codegen import declare_kernel, forwarding_launch, generate, merge_libraries
+        from hidet.backend.codegen import forwarding_launch, generate, merge_libraries
 
         kernel = _kernel_name(self.shape, config, self.target)
-        n, dims = len(self.shape.ins) + 1, len(self.shape.task.symbols())
+        n, dims, signature = len(self.shape.ins) + 1, len(self.shape.task.symbols()), self.shape.task.signature()
         if not config.mma:
             build = _cpu_module if self.target == 'cpu' else _cuda_module
             script = generate(build(self.shape, config).ir_module())
-            launch = forwarding_launch('attention', kernel, n, self.shape.task.signature(), dims)
-            return '\n'.join([script, ''] + launch)
+            return '\n'.join([script, ''] + forwarding_launch('attention', kernel, n, signature, dims))
         kernels = wgmma if config.wgmma else mma
         scripts = [generate(kernels.build_module(self.shape, config, kernel).ir_module())]
         if fallback:
             scripts.append(generate(_cuda_module(self.shape, FALLBACK).ir_module()))
-        checks = ' && '.join(f'hidet::is_aligned(buffers[{i}], {nbytes})' for i, nbytes in self._alignment_checks())
-        other = (f'return {_kernel_name(self.shape, FALLBACK, "cuda")}(buffers, {n}, dims, {dims}, stream);'
-                 if fallback else 'return hidet::fail("attention: q, k, v, the mask or the output is not aligned for '
-                 f'the tensor-core kernel {config.name()}");')
-        entry = ['HIDET_KERNEL_EXPORT int32_t launch(void* const* buffers, int32_t num_buffers, const int64_t* dims, '
-                 'int32_t num_dims, void* stream) {',
-                 f'  if (num_buffers != {n})',
-                 f'    return hidet::fail("attention: expected {n} buffers, got %d", (int)num_buffers);',
-                 f'  if ({checks})',
-                 f'    return {kernel}(buffers, {n}, dims, {dims}, stream);',
-                 f'  {other}', '}', '']
-        return '\n'.join([merge_libraries(scripts), ''] + entry + declare_kernel('launch', self.shape.task.signature()))
+        aligned = ' && '.join(f'hidet::is_aligned(buffers[{i}], {nbytes})' for i, nbytes in self._alignment_checks())
+        otherwise = (f'return {_kernel_name(self.shape, FALLBACK, "cuda")}(buffers, {n}, dims, {dims}, stream);'
+                     if fallback else 'return hidet::fail("attention: q, k, v, the mask or the output is not aligned '
+                     f'for the tensor-core kernel {config.name()}");')
+        launch = forwarding_launch('attention', kernel, n, signature, dims, guard=(aligned, otherwise))
+        return '\n'.join([merge_libraries(scripts), ''] + launch)
 
     def _alignment_checks(self) -> List[Tuple[int, int]]:
         """(buffer, bytes) of the tensor-core kernels' vector accesses: q, k and v copied 16 bytes at a time
