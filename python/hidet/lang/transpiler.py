@@ -20,6 +20,7 @@ from hidet.ir.dtypes import DataType
 from hidet.ir.expr import BufferLoad, Expr, SymbolVar, Var, convert
 from hidet.ir.lowlevel import FunctionCall, PrimCall
 from hidet.ir.stmt import For, Function, Seq, Stmt
+from hidet.lang.attr import NAMES as ATTR_NAMES
 from hidet.ir.type import PointerType, TensorMapType, TensorType, is_pointer, is_scalar, is_tensor, type_of, void
 
 from .constructs import describe, scalar_literal
@@ -228,8 +229,7 @@ class Transpiler(StmtTranslator, ExprTranslator):
             ret = PointerType(ret.dtype)
 
         kind = self.attrs.get('func_kind')
-        launch = [k for k in ('cuda_grid_dim', 'cuda_block_dim', 'cuda_dynamic_smem_bytes', 'cuda_cluster_dim',
-                              'cuda_max_registers') if k in self.attrs]
+        launch = [k for k in ATTR_NAMES if k.startswith('cuda_') and k in self.attrs]  # (a kernel's attributes)
         uses_cuda = self.uses_cuda(body)
         if kind is None:
             kind = 'cuda_kernel' if launch else 'cuda_device' if uses_cuda else None
