@@ -20,10 +20,9 @@
 #          against inductor's reduce-overhead and max-autotune in one run, one model at a time: TUNED_MODELS,
 #          TUNED_TIMEOUT each, at batch TUNED_BATCH (default 1), TUNED_BACKENDS (default all four: a model whose
 #          four compiles outrun one call splits them over two); resumes from $LOG_DIR/tuned (tuned_b<N> with a
-#          batch);
-#          and each model's tuned tasks, default config against the best found: tuning_<model>.log), ab (AB_COMMAND run on
-#          this tree, then again with AB_PATCH applied and the package reinstalled: a branch against main in one
-#          call; AB_TIMEOUT each).
+#          batch); and each model's tuned tasks, default config against the best found: tuning_<model>.log), ab
+#          (AB_COMMAND run on this tree, then again with AB_PATCH applied and the package reinstalled: a branch
+#          against main in one call; AB_TIMEOUT each).
 #          Default: core bench.
 #   TEST_TIMEOUT=360 MODELS_TIMEOUT=480 BENCH_TIMEOUT=120 REPORT_MODELS=resnet18,...
 #
