@@ -11,7 +11,7 @@ import json
 from typing import Dict, List, Optional, Sequence, Set, Tuple
 
 from hidet.backend.primitives import render
-from hidet.ir.dtypes import DataType
+from hidet.ir.dtypes import DataType, float32
 from hidet.ir.expr import (Binary, BufferLoad, Call, Cast, Constant, Expr, Select, SymbolVar, Unary, Var, convert,
                            dim_postfix, promote)
 from hidet.ir.lowlevel import Address, FunctionCall, PrimCall
@@ -154,10 +154,11 @@ class CodeGen:
 
     @staticmethod
     def one_plus_tanh_argument(e: Binary) -> Optional[Expr]:
-        """z where ``e`` is ``1 + tanh(z)`` in float: GELU-tanh's factor, emitted as ``hidet::one_plus_tanh``
+        """z where ``e`` is ``1 + tanh(z)`` in float32: GELU-tanh's factor, emitted as ``hidet::one_plus_tanh``
         (2 sigmoid(2z), which has no cancellation for negative z and, on the GPU, costs two special-function
-        instructions instead of tanhf's twenty)."""
-        if e.op != '+' or not e.dtype.is_float() or compute_type(e.dtype) != 'float':
+        instructions instead of tanhf's twenty). In float16 and bfloat16, tanh is the GPU's one instruction
+        (hidet::tanh_approx), and 1 + tanh(z) stays as it is written."""
+        if e.op != '+' or e.dtype != float32:
             return None
         for one, tanh in ((e.a, e.b), (e.b, e.a)):
             if isinstance(one, Constant) and one.value == 1 and isinstance(tanh, Call) and tanh.func == 'tanh' \
@@ -230,6 +231,8 @@ class CodeGen:
             return f'std::nearbyint({joined})' if self.target == 'cpu' else f'rint({joined})'
         if e.func == 'isnan':
             return f'hidet::is_nan({self.expr(e.args[0])})'
+        if e.func == 'tanh' and is_16bit_float(e.dtype) or e.func == 'tanh_approx':  # (APPROX_16BIT)
+            return f'std::tanh({joined})' if self.target == 'cpu' else f'hidet::tanh_approx({joined})'
         if e.func in _MATH:
             return f'std::{e.func}({joined})' if self.target == 'cpu' else f'{e.func}({joined})'
         raise ValueError(f'codegen: unknown function {e.func!r}')
@@ -252,6 +255,8 @@ class CodeGen:
             dtype = s.buffer.dtype
             value = self.expr(s.value)
             if is_16bit_float(dtype):
+                if isinstance(s.value, Cast) and s.value.dtype == dtype:  # (rounded once, not rounded, widened again)
+                    value = self.expr(s.value.a)
                 value = f'hidet::from_float<{self.storage_type(dtype)}>(float({value}))'
             else:
                 value = self.cast(value, s.value.dtype, dtype)

@@ -247,6 +247,12 @@ class Call(Expr):
         self.func, self.args, self.dtype = func, tuple(args), dtype
 
 
+# A math function whose result is a 16-bit float, computed in float32 where its value is rounded to 16 bits later
+# (a GEMM's epilogue: hidet.kernels.matmul.spec.widened), is called by the second name: a function as accurate as
+# the 16-bit result needs (on the GPU, tanh_approx is the special-function unit's tanh, relative error 1.1e-5)
+APPROX_16BIT = {'tanh': 'tanh_approx'}
+
+
 class Cast(Expr):
     def __init__(self, a: Expr, dtype):
         self.a, self.dtype = a, data_type(dtype)

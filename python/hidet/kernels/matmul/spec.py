@@ -30,8 +30,8 @@ from typing import Callable, Dict, List, Optional, Sequence, Set, Tuple
 
 from hidet.ir.compute import ReduceCompute, TensorNode
 from hidet.ir.dtypes import DataType, float32, int64
-from hidet.ir.expr import (Binary, Call, Cast, Constant, Expr, Select, SymbolVar, TensorElement, Unary, Var, cast,
-                           evaluate_dim, same_dim, simplify_dim, symbols_of)
+from hidet.ir.expr import (APPROX_16BIT, Binary, Call, Cast, Constant, Expr, Select, SymbolVar, TensorElement, Unary,
+                           Var, cast, evaluate_dim, same_dim, simplify_dim, symbols_of)
 from hidet.ir.functors import collect, conjuncts, inline_computes, merge_divmod, rewrite, substitute
 from hidet.ir.schedulers.analysis import known_multiple
 from hidet.ir.task import Task
@@ -601,8 +601,8 @@ def widened(value: Expr, acc: Var) -> Expr:
             args = [x for x, _ in visited]
             if dep and e.func in DISCRETE_CALLS:
                 r = (Call(e.func, [as_written(x, o) for x, o in zip(args, e.args)], e.dtype), True)
-            elif dep and narrow(e.dtype):
-                r = (Call(e.func, [wide(x) for x in args], float32), True)
+            elif dep and narrow(e.dtype):  # (a 16-bit tanh keeps the GPU's approximate one: see codegen)
+                r = (Call(APPROX_16BIT.get(e.func, e.func), [wide(x) for x in args], float32), True)
             else:
                 r = (e if tuple(args) == e.args else Call(e.func, args, e.dtype), dep)
         elif isinstance(e, Select):
