@@ -206,11 +206,12 @@ def resnet50_convolutions(batch: int):
     return list(dict.fromkeys(shapes))
 
 
-def with_epilogue(op_fn, a, b, c, gelu: bool = False):
+def with_epilogue(op_fn, a, b, c, gelu: str = None):
     """(task, inputs, expected output) of a resnet block's end as one fused kernel: relu(cast(cast(op_fn(a, b),
     float32) * scale + shift, dtype) + residual), a float32 scale and shift per column (constants: a batch norm as
-    the fold_conv_batch_norm pass leaves it) and a residual input of C's shape; ``gelu``: gelu_tanh(op_fn(a, b) +
-    shift) instead, a transformer's MLP up-projection with its bias. The expected output from torch's C."""
+    the fold_conv_batch_norm pass leaves it) and a residual input of C's shape; ``gelu`` (torch's ``approximate``,
+    'tanh' or 'none'): gelu(op_fn(a, b) + shift) instead, a transformer's MLP up-projection with its bias. The
+    expected output from torch's C."""
     import torch
 
     import hidet
@@ -219,8 +220,8 @@ def with_epilogue(op_fn, a, b, c, gelu: bool = False):
     residual = torch.randn_like(c)
     if gelu:
         shift = torch.randn(c.shape[-1], device='cuda').to(c.dtype)
-        y = hidet.ops.gelu(op_fn(xs, ws) + hidet.from_torch(shift), approximate='tanh')
-        expected = torch.nn.functional.gelu(c.float() + shift.float(), approximate='tanh')
+        y = hidet.ops.gelu(op_fn(xs, ws) + hidet.from_torch(shift), approximate=gelu)
+        expected = torch.nn.functional.gelu(c.float() + shift.float(), approximate=gelu)
     else:
         scale, shift = torch.rand(c.shape[-1], device='cuda') + 0.5, torch.randn(c.shape[-1], device='cuda')
         bn = hidet.ops.cast(op_fn(xs, ws), 'float32') * hidet.from_torch(scale) + hidet.from_torch(shift)
@@ -252,7 +253,8 @@ def main() -> None:
     parser.add_argument('--linear', action='store_true', help="torch's side as F.linear(a, w [N, K], bias)")
     parser.add_argument('--epilogue', action='store_true',
                         help='also relu(C + shift + residual) fused, at each --space')
-    parser.add_argument('--gelu', action='store_true', help='--epilogue: gelu_tanh(C + shift) instead')
+    parser.add_argument('--gelu', nargs='?', const='tanh', choices=['tanh', 'none'],
+                        help="--epilogue: gelu(C + shift) instead, approximate 'tanh' (the default) or 'none' (erf)")
     args = parser.parse_args()
     dtype = {'f16': 'float16', 'bf16': 'bfloat16'}[args.dtype]
     shapes = args.shapes + (resnet50_convolutions(args.resnet50) if args.resnet50 else [])
