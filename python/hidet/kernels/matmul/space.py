@@ -160,6 +160,13 @@ SM_TFLOPS = 4.5  # one SM's sustained wgmma rate at 128 x 256 tiles
 TILE_EFFICIENCY = {(128, 256): 1.0, (128, 192): 0.98, (128, 128): 0.95, (128, 64): 0.9, (64, 256): 0.9, (64, 128): 0.85,
                    (64, 64): 0.8, (64, 32): 0.6, (64, 16): 0.4}  # (the last two guessed, not fitted)
 WG_DENSE_SHAPES = ((128, 256, 256), (128, 128, 128), (128, 64, 64), (64, 128, 128), (64, 64, 64))
+# A GEMM of at most SKINNY_M rows (a transformer's layers at batch 1: 128 tokens) streams its weights: 64 x 64
+# tiles in 6 stages, two blocks an SM where there are more tiles than SMs, keep the most bytes in flight. They won
+# every such shape measured (H100, weights cold, the best of level 2 and named configs: 128 x {2304, 3072} x 768,
+# 128 x 768 x {768, 3072}, 128 x {3072, 2048, 1024, 5632} x 2048, 128 x 2048 x 5632), where the model put one
+# shape on 128 x 64 tiles: 128x5632x2048, 88 blocks on 88 SMs, 14.2 µs against 12.4 in 64 x 64 (cuBLAS 11.8)
+SKINNY_M = 128
+WG_SKINNY_SHAPES = ((64, 64, 64),)
 # GEMMs narrower than 64 (1x1 convolutions to 16-32 channels in mobile networks) with a k-major B: one
 # warpgroup's 64 x 32 or 64 x 16 tiles, more blocks than 64 x 64 tiles of which half or more is padding (cuBLAS
 # runs such layers in 64 x 8 tiles). H100, batch 1, 1x1 convolutions 144 → 24 at 56 x 56, 192 → 32 at 28 x 28,
@@ -188,13 +195,15 @@ def wg_cost_us(spec: GemmSpec, bm: int, bn: int, split: int, sms: int) -> float:
 
 def _wg_dense_default(spec: GemmSpec, sms: int) -> MmaConfig:
     """The tile shape and split-k of least modelled time (wg_cost_us; larger tiles first among equals): among
-    LARGE_WG_SHAPES, unsplit, for a large GEMM (LARGE_TILES_MIN_WAVE), else among WG_DENSE_SHAPES; 4 stages
+    LARGE_WG_SHAPES, unsplit, for a large GEMM (LARGE_TILES_MIN_WAVE), else among WG_DENSE_SHAPES
+    (WG_SKINNY_SHAPES' split alone for a skinny one); 4 stages
     (64 x 64 tiles: WG_SMALL_TILE_STAGES), copied by TMA where it can (e.g. 128 x 3072 x 768: 64 x 64 tiles, 96
     blocks, 4.7 µs against 8.1 for 64 x 128 split 2; 128 x 768 x 3072: 64 x 64 split 4)."""
     large = _fits(spec, 128, 256) and _tiles(spec, 128, 256) >= LARGE_TILES_MIN_WAVE * sms
     narrow = WG_NARROW_SHAPES if spec.n < 64 and spec.b.k_major else ()
     best = None
-    for bm, bn, wn in LARGE_WG_SHAPES if large else WG_DENSE_SHAPES + narrow:
+    shapes = LARGE_WG_SHAPES if large else WG_SKINNY_SHAPES if spec.m <= SKINNY_M else WG_DENSE_SHAPES
+    for bm, bn, wn in shapes + narrow:
         if not _fits(spec, bm, bn):
             continue
         for split in (1,) if large else (1, 2, 4, 8):
