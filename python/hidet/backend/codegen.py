@@ -12,8 +12,8 @@ from typing import Dict, List, Optional, Sequence, Set, Tuple
 
 from hidet.backend.primitives import render
 from hidet.ir.dtypes import DataType, float32
-from hidet.ir.expr import (Binary, BufferLoad, Call, Cast, Constant, Expr, Select, SymbolVar, Unary, Var, convert,
-                           dim_postfix, promote)
+from hidet.ir.expr import (APPROX_16BIT, Binary, BufferLoad, Call, Cast, Constant, Expr, Select, SymbolVar, Unary, Var,
+                           convert, dim_postfix, promote)
 from hidet.ir.lowlevel import Address, FunctionCall, PrimCall
 from hidet.ir.stmt import (Assign, Break, Continue, Declare, Evaluate, For, Function, IRModule, If, Return, Seq, Stmt,
                            Store, VectorCopy, While)
@@ -35,6 +35,7 @@ _CUDA_BUILTINS = {
     'hidet_global_threads': 'hidet::global_threads()', 'hidet_lane_idx': 'hidet::lane_idx()',
     'hidet_global_warp_idx': 'hidet::global_warp_idx()', 'hidet_global_warps': 'hidet::global_warps()',
 }
+_EXACT = {approx: exact for exact, approx in APPROX_16BIT.items()}
 _MATH = {'exp', 'log', 'sqrt', 'sin', 'cos', 'tanh', 'erf', 'pow', 'floor', 'ceil', 'log2', 'log1p', 'expm1',
          'acosh', 'asinh', 'atanh',
          'atan', 'asin', 'acos', 'sinh', 'cosh', 'exp2', 'tan', 'fmod', 'trunc', 'log10', 'erfc', 'atan2', 'hypot',
@@ -231,8 +232,9 @@ class CodeGen:
             return f'std::nearbyint({joined})' if self.target == 'cpu' else f'rint({joined})'
         if e.func == 'isnan':
             return f'hidet::is_nan({self.expr(e.args[0])})'
-        if e.func == 'tanh' and is_16bit_float(e.dtype) or e.func == 'tanh_approx':  # (APPROX_16BIT)
-            return f'std::tanh({joined})' if self.target == 'cpu' else f'hidet::tanh_approx({joined})'
+        approx = e.func if e.func in _EXACT else APPROX_16BIT.get(e.func) if is_16bit_float(e.dtype) else None
+        if approx is not None:  # (a 16-bit result's tanh or erf, on the GPU: see APPROX_16BIT)
+            return f'std::{_EXACT[approx]}({joined})' if self.target == 'cpu' else f'hidet::{approx}({joined})'
         if e.func in _MATH:
             return f'std::{e.func}({joined})' if self.target == 'cpu' else f'{e.func}({joined})'
         raise ValueError(f'codegen: unknown function {e.func!r}')

@@ -67,6 +67,20 @@ def test_activations_far_into_both_tails(dtype, device):
           0.5 * x * (1.0 + torch.tanh(k * (x + 0.044715 * torch.pow(x, 3.0)))))
 
 
+@pytest.mark.parametrize('dtype', ['float16', 'bfloat16'])
+def test_16bit_tanh_and_erf_stay_within_their_rounding(dtype, device):
+    """A 16-bit tanh or erf (and the GELUs built on them) is the GPU's tanh.approx or a fit on it (APPROX_16BIT):
+    against float64, no element more than 1e-4 further off than torch's correctly rounded 16-bit result."""
+    x = torch.linspace(-8, 8, 8193).to(getattr(torch, dtype)).to(device)
+    h = hidet.from_torch(x)
+    for ours, ref in ((ops.tanh(h), torch.tanh), (ops.erf(h), torch.erf), (ops.gelu(h), F.gelu),
+                      (ops.gelu(h, 'tanh'), lambda t: F.gelu(t, approximate='tanh'))):
+        exact = ref(x.double())
+        got, rounded = ours.torch().double(), ref(x).double()
+        excess = ((got - exact).abs() - (rounded - exact).abs()).max().item()
+        assert excess <= 1e-4, (ref, excess)
+
+
 @pytest.mark.parametrize('dtype', ['int32', 'int64', 'int8'])
 def test_unary_integer(dtype, device):
     x = rand([4, 7], dtype, device)
