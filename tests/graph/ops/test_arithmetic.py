@@ -69,8 +69,11 @@ def test_activations_far_into_both_tails(dtype, device):
 
 @pytest.mark.parametrize('dtype', ['float16', 'bfloat16'])
 def test_16bit_tanh_and_erf_stay_within_their_rounding(dtype, device):
-    """A 16-bit tanh or erf (and the GELUs built on them) is the GPU's tanh.approx or a fit on it (APPROX_16BIT):
-    against float64, no element more than 1e-4 further off than torch's correctly rounded 16-bit result."""
+    """A 16-bit tanh or erf (and the GELUs built on them) is the GPU's tanh.approx or a fit on it (APPROX_16BIT),
+    within 1e-4 of the exact value before rounding (erf: 5.5e-5 + tanh.approx's 1.1e-5; a GELU half |x| times
+    erf's). Rounded, a result moves to the neighbouring 16-bit value only where the exact one lies within that
+    error of a rounding midpoint, so against float64 no element is more than twice it further off than torch's
+    correctly rounded result."""
     x = torch.linspace(-8, 8, 8193).to(getattr(torch, dtype)).to(device)
     h = hidet.from_torch(x)
     for ours, ref in ((ops.tanh(h), torch.tanh), (ops.erf(h), torch.erf), (ops.gelu(h), F.gelu),
@@ -78,7 +81,7 @@ def test_16bit_tanh_and_erf_stay_within_their_rounding(dtype, device):
         exact = ref(x.double())
         got, rounded = ours.torch().double(), ref(x).double()
         excess = ((got - exact).abs() - (rounded - exact).abs()).max().item()
-        assert excess <= 1e-4, (ref, excess)
+        assert excess <= 2e-4, (ref, excess)
 
 
 @pytest.mark.parametrize('dtype', ['int32', 'int64', 'int8'])
