@@ -8,10 +8,11 @@ each search level chose and the tuning time.
 
 ``--candidates``: also every candidate of the level-2 space, each checked against torch (max error) and timed;
 ``--twins``: with every wgmma candidate's twin of the other copy mechanism (TMA for cp.async, and back) where
-TMA can copy the operands, to compare the two tile by tile. ``--epilogue``: hidet's kernel with a residual
-block's epilogue fused (relu(C * scale + shift + residual), a float32 batch-norm scale and shift per column, as
-the fold_conv_batch_norm pass leaves them) beside the bare one, to see what the
-epilogue costs; torch stays the bare GEMM. ``--configs``: named configs (as the table prints them, e.g.
+TMA can copy the operands, to compare the two tile by tile. ``--epilogue [KIND]``: hidet's kernel with an
+epilogue fused beside the bare one, to see what the epilogue costs (torch stays the bare GEMM): a residual block's
+(``resnet``, the default: relu(C * scale + shift + residual), a float32 batch-norm scale and shift per column, as
+the fold_conv_batch_norm pass leaves them), ``bias-residual``, ``gelu-tanh`` and ``gelu-erf`` (of C + bias) or
+``silu-gate`` (silu(C) * up). ``--configs``: named configs (as the table prints them, e.g.
 ``64x64x64_w64x64_p6_s8_wg_tma``) timed as candidates too.
 
 ``--cold``: each launch of a timed CUDA graph reads B (the weights) from its own copy, enough copies that they
@@ -206,30 +207,46 @@ def resnet50_convolutions(batch: int):
     return list(dict.fromkeys(shapes))
 
 
-def with_epilogue(op_fn, a, b, c, gelu: str = None):
-    """(task, inputs, expected output) of a resnet block's end as one fused kernel: relu(cast(cast(op_fn(a, b),
-    float32) * scale + shift, dtype) + residual), a float32 scale and shift per column (constants: a batch norm as
-    the fold_conv_batch_norm pass leaves it) and a residual input of C's shape; ``gelu`` (torch's ``approximate``,
-    'tanh' or 'none'): gelu(op_fn(a, b) + shift) instead, a transformer's MLP up-projection with its bias. The
-    expected output from torch's C."""
+EPILOGUES = ('resnet', 'bias-residual', 'gelu-tanh', 'gelu-erf', 'silu-gate')
+
+
+def with_epilogue(op_fn, a, b, c, kind: str = 'resnet'):
+    """(task, inputs, expected output) of ``op_fn(a, b)`` with an epilogue fused, one kernel: ``resnet``, a resnet
+    block's end, relu(cast(cast(C, float32) * scale + shift, dtype) + residual) (a float32 scale and shift per
+    column, constants: a batch norm as the fold_conv_batch_norm pass leaves it); ``bias-residual``, C + bias +
+    residual (a transformer's output or MLP down-projection); ``gelu-tanh`` / ``gelu-erf``, gelu(C + bias) (its MLP
+    up-projection); ``silu-gate``, silu(C) * up (a Llama MLP's gate, its up-projection computed before). Residual
+    and up are inputs of C's shape. The expected output from torch's C."""
     import torch
+    import torch.nn.functional as F
 
     import hidet
 
     xs, ws, rs = (hidet.symbol(list(t.shape), str(t.dtype)[6:], 'cuda') for t in (a, b, c))
-    residual = torch.randn_like(c)
-    if gelu:
-        shift = torch.randn(c.shape[-1], device='cuda').to(c.dtype)
-        y = hidet.ops.gelu(op_fn(xs, ws) + hidet.from_torch(shift), approximate=gelu)
-        expected = torch.nn.functional.gelu(c.float() + shift.float(), approximate=gelu)
-    else:
+    other = torch.randn_like(c)
+    bias = torch.randn(c.shape[-1], device='cuda').to(c.dtype)
+    hc, cf = op_fn(xs, ws), c.float()
+    if kind == 'resnet':
         scale, shift = torch.rand(c.shape[-1], device='cuda') + 0.5, torch.randn(c.shape[-1], device='cuda')
-        bn = hidet.ops.cast(op_fn(xs, ws), 'float32') * hidet.from_torch(scale) + hidet.from_torch(shift)
+        bn = hidet.ops.cast(hc, 'float32') * hidet.from_torch(scale) + hidet.from_torch(shift)
         y = hidet.ops.relu(hidet.ops.cast(bn, str(c.dtype)[6:]) + rs)
-        expected = torch.relu(c.float() * scale + shift + residual.float())
-    graph = hidet.graph.optimize(hidet.trace_from(y, [xs, ws] if gelu else [xs, ws, rs]))
+        expected = torch.relu(cf * scale + shift + other.float())
+    elif kind == 'bias-residual':
+        y = hc + hidet.from_torch(bias) + rs
+        expected = cf + bias.float() + other.float()
+    elif kind in ('gelu-tanh', 'gelu-erf'):
+        approximate = 'tanh' if kind == 'gelu-tanh' else 'none'
+        y = hidet.ops.gelu(hc + hidet.from_torch(bias), approximate=approximate)
+        expected = F.gelu(cf + bias.float(), approximate=approximate)
+    elif kind == 'silu-gate':
+        y = hidet.ops.silu(hc) * rs
+        expected = F.silu(cf) * other.float()
+    else:
+        raise SystemExit(f'unknown epilogue {kind!r}: one of {", ".join(EPILOGUES)}')
+    graph = hidet.graph.optimize(hidet.trace_from(y, [xs, ws, rs] if kind in ('resnet', 'bias-residual', 'silu-gate')
+                                                  else [xs, ws]))
     (node,) = graph.nodes
-    values = {id(xs): a, id(ws): b, id(rs): residual}
+    values = {id(xs): a, id(ws): b, id(rs): other}
     return node.task, [values[id(t)] if id(t) in values else t.torch() for t in node.inputs], expected
 
 
@@ -251,10 +268,10 @@ def main() -> None:
     parser.add_argument('--configs', nargs='*', default=[], help='named configs to time as candidates too')
     parser.add_argument('--cold', action='store_true', help='B read from DRAM: each launch on its own copy')
     parser.add_argument('--linear', action='store_true', help="torch's side as F.linear(a, w [N, K], bias)")
-    parser.add_argument('--epilogue', action='store_true',
-                        help='also relu(C + shift + residual) fused, at each --space')
-    parser.add_argument('--gelu', nargs='?', const='tanh', choices=['tanh', 'none'],
-                        help="--epilogue: gelu(C + shift) instead, approximate 'tanh' (the default) or 'none' (erf)")
+    parser.add_argument('--epilogue', nargs='?', const='resnet', choices=EPILOGUES,
+                        help="also hidet's kernel with an epilogue fused (default resnet: relu(C * scale + shift + "
+                             "residual)), at each --space")
+
     args = parser.parse_args()
     dtype = {'f16': 'float16', 'bf16': 'bfloat16'}[args.dtype]
     shapes = args.shapes + (resnet50_convolutions(args.resnet50) if args.resnet50 else [])
@@ -292,7 +309,7 @@ def main() -> None:
             rows.append([shape, f'hidet space {space}', f'{t * 1e3:.1f}', f'{flops / t / 1e9:.0f}',
                          f'{t_torch / t:.2f}', cfg, f'{build_s:.1f} s, max err {err:.3g}'])
             if args.epilogue:
-                e_task, e_inputs, e_expected = with_epilogue(op_fn, a, b, c, args.gelu)
+                e_task, e_inputs, e_expected = with_epilogue(op_fn, a, b, c, args.epilogue)
                 t0 = time.perf_counter()
                 e_launch = build_task(e_task, 'cuda', space)['launch']
                 build_s = time.perf_counter() - t0
