@@ -26,9 +26,10 @@ def make_model(name: str, batch: int, seq: int, device: str, dtype) -> Tuple[obj
         if name == 'bert':
             config = transformers.BertConfig()
             model = transformers.BertModel(config)
-        elif name == 'llama':  # a Llama-style decoder from a small config (RMSNorm, rotary, GQA SDPA, SiLU gating)
-            config = transformers.LlamaConfig(vocab_size=32000, hidden_size=1024, intermediate_size=2816,
-                                              num_hidden_layers=8, num_attention_heads=16, num_key_value_heads=4,
+        elif name == 'llama':  # a Llama-style decoder (RMSNorm, rotary, GQA SDPA, SiLU gating): 8 layers of
+            # TinyLlama's width, the transformer issue's model (hidden 2048, 32 / 8 heads, MLP 5632)
+            config = transformers.LlamaConfig(vocab_size=32000, hidden_size=2048, intermediate_size=5632,
+                                              num_hidden_layers=8, num_attention_heads=32, num_key_value_heads=8,
                                               max_position_embeddings=2048)
             model = transformers.LlamaModel(config)
         else:
