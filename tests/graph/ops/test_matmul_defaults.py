@@ -38,6 +38,7 @@ def test_convolutions_copied_by_cp_async_keep_two_tiles_in_flight():
     ((128, 768, 3072), '64x64x64_w64x64_p6_s4_wg_tma'),  # 24 tiles: split 4 fills the GPU
     ((197, 3072, 768), '128x64x64_w64x64_p4_wg_tma'),
     ((128, 5632, 2048), '64x64x64_w64x64_p6_wg_tma'),  # at most 128 rows: 64 x 64 tiles (SKINNY_M), not 128 x 64
+    ((128, 11264, 2048), '64x64x64_w64x64_p4_wg_tma'),  # 352 blocks: 4 stages, three an SM, all at once
     ((4096, 4096, 4096), '128x256x64_w64x256_p4_wg_tma'),
     # GPT-2 at batch 8 x 512: 128 x 192 where the last wave of 128 x 256 tiles leaves more SMs idle (768: 128 tiles
     # in one wave, not 96; 2304: 384 in 2.9 waves, not 288 in 2.2); 3072: 384 tiles of 128 x 256 in 2.9 waves
