@@ -271,7 +271,6 @@ def main() -> None:
     parser.add_argument('--epilogue', nargs='?', const='resnet', choices=EPILOGUES,
                         help="also hidet's kernel with an epilogue fused (default resnet: relu(C * scale + shift + "
                              "residual)), at each --space")
-
     args = parser.parse_args()
     dtype = {'f16': 'float16', 'bf16': 'bfloat16'}[args.dtype]
     shapes = args.shapes + (resnet50_convolutions(args.resnet50) if args.resnet50 else [])

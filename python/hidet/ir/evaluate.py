@@ -64,8 +64,9 @@ def _sigmoid(x: np.ndarray) -> np.ndarray:
 # IR math functions (hidet.ir.expr.Call) → numpy, computed in the call's compute dtype as the kernels do
 _MATH: Dict[str, Callable] = {
     'exp': np.exp, 'log': np.log, 'sqrt': np.sqrt, 'rsqrt': _rsqrt, 'sigmoid': _sigmoid, 'sin': np.sin, 'cos': np.cos,
-    'tan': np.tan, 'tanh': np.tanh, 'tanh_approx': np.tanh, 'erf_approx': _erf, 'sinh': np.sinh, 'cosh': np.cosh, 'asin': np.arcsin, 'acos': np.arccos,
+    'tan': np.tan, 'tanh': np.tanh, 'sinh': np.sinh, 'cosh': np.cosh, 'asin': np.arcsin, 'acos': np.arccos,
     'atan': np.arctan, 'asinh': np.arcsinh, 'acosh': np.arccosh, 'atanh': np.arctanh, 'erf': _erf, 'erfc': _erfc,
+    'tanh_approx': np.tanh, 'erf_approx': _erf,  # (hidet.ir.expr.APPROX_16BIT: exact on the host)
     'pow': np.power, 'floor': np.floor, 'ceil': np.ceil, 'trunc': np.trunc, 'round': np.rint, 'abs': np.abs,
     'log2': np.log2, 'log10': np.log10, 'log1p': np.log1p, 'expm1': np.expm1, 'exp2': np.exp2, 'fmod': np.fmod,
     'atan2': np.arctan2, 'hypot': np.hypot, 'copysign': np.copysign,

@@ -195,10 +195,10 @@ def wg_cost_us(spec: GemmSpec, bm: int, bn: int, split: int, sms: int) -> float:
 
 def _wg_dense_default(spec: GemmSpec, sms: int) -> MmaConfig:
     """The tile shape and split-k of least modelled time (wg_cost_us; larger tiles first among equals): among
-    LARGE_WG_SHAPES, unsplit, for a large GEMM (LARGE_TILES_MIN_WAVE), else among WG_DENSE_SHAPES
-    (WG_SKINNY_SHAPES' split alone for a skinny one); 4 stages
-    (64 x 64 tiles: WG_SMALL_TILE_STAGES), copied by TMA where it can (e.g. 128 x 3072 x 768: 64 x 64 tiles, 96
-    blocks, 4.7 µs against 8.1 for 64 x 128 split 2; 128 x 768 x 3072: 64 x 64 split 4)."""
+    LARGE_WG_SHAPES, unsplit, for a large GEMM (LARGE_TILES_MIN_WAVE), else among WG_DENSE_SHAPES (WG_SKINNY_SHAPES
+    at most SKINNY_M rows); 4 stages (64 x 64 tiles: WG_SMALL_TILE_STAGES, fewer where that lets all blocks run at
+    once), copied by TMA where it can (e.g. 128 x 3072 x 768: 64 x 64 tiles, 96 blocks, 4.7 µs against 8.1 for
+    64 x 128 split 2; 128 x 768 x 3072: 64 x 64 split 4)."""
     large = _fits(spec, 128, 256) and _tiles(spec, 128, 256) >= LARGE_TILES_MIN_WAVE * sms
     narrow = WG_NARROW_SHAPES if spec.n < 64 and spec.b.k_major else ()
     best = None

@@ -601,7 +601,7 @@ def widened(value: Expr, acc: Var) -> Expr:
             args = [x for x, _ in visited]
             if dep and e.func in DISCRETE_CALLS:
                 r = (Call(e.func, [as_written(x, o) for x, o in zip(args, e.args)], e.dtype), True)
-            elif dep and narrow(e.dtype):  # (a 16-bit tanh keeps the GPU's approximate one: see codegen)
+            elif dep and narrow(e.dtype):  # (a 16-bit tanh or erf keeps its approximate form: APPROX_16BIT)
                 r = (Call(APPROX_16BIT.get(e.func, e.func), [wide(x) for x in args], float32), True)
             else:
                 r = (e if tuple(args) == e.args else Call(e.func, args, e.dtype), dep)
