@@ -20,9 +20,9 @@ from hidet.ir.dtypes import DataType
 from hidet.ir.expr import BufferLoad, Expr, SymbolVar, Var, convert
 from hidet.ir.lowlevel import FunctionCall, PrimCall
 from hidet.ir.stmt import For, Function, Seq, Stmt
-from hidet.lang.attr import NAMES as ATTR_NAMES
 from hidet.ir.type import PointerType, TensorMapType, TensorType, is_pointer, is_scalar, is_tensor, type_of, void
 
+from .attr import NAMES as ATTR_NAMES
 from .constructs import describe, scalar_literal
 from .errors import HidetScriptError
 from .expressions import _MISSING, _PY_TYPES, ExprTranslator, _is_py_scalar

@@ -10,6 +10,8 @@ from .tma import BOX_K, tma_unsupported
 
 STAGE_PAD = 8    # floats of padding per row of the epilogue's staging tile
 MAX_SMEM = 227 * 1024
+# Shared memory of an SM of the H100 / H200 (the GPUs of the wgmma configs); each resident block reserves 1 KB more
+SM_SMEM = 228 * 1024
 MAX_WORKSPACE_BYTES = 256 << 20
 
 
@@ -78,8 +80,7 @@ def stage_buffers(spec: GemmSpec, cfg: MmaConfig) -> int:
     use. mma.sync's pipeline reads the next tile's first fragments at the end of each tile: all its stages."""
     if not (cfg.wgmma and isinstance(spec.k, int)):
         return cfg.stages
-    tiles_per_split = -(-(-(-spec.k // cfg.bk)) // cfg.split_k)
-    return max(1, min(cfg.stages, tiles_per_split))
+    return max(1, min(cfg.stages, cdiv(cdiv(spec.k, cfg.bk), cfg.split_k)))
 
 
 def smem_bytes(spec: GemmSpec, cfg: MmaConfig) -> int:

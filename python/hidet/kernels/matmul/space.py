@@ -10,7 +10,7 @@ from hidet.ir.schedulers.lowering import pow2_ceil
 
 from hidet.kernels.template import sm_count
 
-from .config import MAX_SMEM, WG_BK, MmaConfig, check_config, smem_bytes, tiles
+from .config import MAX_SMEM, SM_SMEM, WG_BK, MmaConfig, check_config, smem_bytes, tiles
 from .tma import tma_unsupported
 from .spec import GemmSpec
 
@@ -224,10 +224,6 @@ def _wg_dense_default(spec: GemmSpec, sms: int) -> MmaConfig:
     if not tma_unsupported(spec) and not check_config(spec, replace(cfg, tma=True)):
         cfg = replace(cfg, tma=True)
     return cfg
-
-
-# Shared memory of an SM of the H100 / H200 (the GPUs of the wgmma configs); each resident block reserves 1 KB more
-SM_SMEM = 228 * 1024
 
 
 def _all_blocks_at_once(spec: GemmSpec, cfg: MmaConfig, sms: int) -> MmaConfig:
