@@ -12,7 +12,8 @@ TMA can copy the operands, to compare the two tile by tile. ``--epilogue [KIND]`
 epilogue fused beside the bare one, to see what the epilogue costs (torch stays the bare GEMM): a residual block's
 (``resnet``, the default: relu(C * scale + shift + residual), a float32 batch-norm scale and shift per column, as
 the fold_conv_batch_norm pass leaves them), ``bias-residual``, ``gelu-tanh`` and ``gelu-erf`` (of C + bias) or
-``silu-gate`` (silu(C) * up). ``--configs``: named configs (as the table prints them, e.g.
+``silu-gate`` (silu(C) * up, up an input) or ``swiglu`` (silu(gate) * up of C's interleaved gate / up column blocks, the
+paired epilogue a SwiGLU MLP's merged GEMM takes: N is the merged width, the output half of it). ``--configs``: named configs (as the table prints them, e.g.
 ``64x64x64_w64x64_p6_s8_wg_tma``) timed as candidates too.
 
 ``--cold``: each launch of a timed CUDA graph reads B (the weights) from its own copy, enough copies that they
@@ -207,7 +208,7 @@ def resnet50_convolutions(batch: int):
     return list(dict.fromkeys(shapes))
 
 
-EPILOGUES = ('resnet', 'bias-residual', 'gelu-tanh', 'gelu-erf', 'silu-gate')
+EPILOGUES = ('resnet', 'bias-residual', 'gelu-tanh', 'gelu-erf', 'silu-gate', 'swiglu')
 
 
 def with_epilogue(op_fn, a, b, c, kind: str = 'resnet'):
@@ -215,8 +216,10 @@ def with_epilogue(op_fn, a, b, c, kind: str = 'resnet'):
     block's end, relu(cast(cast(C, float32) * scale + shift, dtype) + residual) (a float32 scale and shift per
     column, constants: a batch norm as the fold_conv_batch_norm pass leaves it); ``bias-residual``, C + bias +
     residual (a transformer's output or MLP down-projection); ``gelu-tanh`` / ``gelu-erf``, gelu(C + bias) (its MLP
-    up-projection); ``silu-gate``, silu(C) * up (a Llama MLP's gate, its up-projection computed before). Residual
-    and up are inputs of C's shape. The expected output from torch's C."""
+    up-projection); ``silu-gate``, silu(C) * up (a Llama MLP's gate, its up-projection computed before); ``swiglu``,
+    silu(gate) * up of C's interleaved column blocks (merge_sibling_matmuls' layout of a Llama MLP's gate and up:
+    a paired epilogue, the output half C's width). Residual and up are inputs of C's shape. The expected output
+    from torch's C."""
     import torch
     import torch.nn.functional as F
 
@@ -241,6 +244,16 @@ def with_epilogue(op_fn, a, b, c, kind: str = 'resnet'):
     elif kind == 'silu-gate':
         y = hidet.ops.silu(hc) * rs
         expected = F.silu(cf) * other.float()
+    elif kind == 'swiglu':
+        from hidet.graph.transforms.merge_sibling_matmuls import PAIR_WIDTH
+
+        m, width = c.shape[0], c.shape[-1] // 2
+        blocks = hidet.ops.reshape(hc, [m, width // PAIR_WIDTH, 2, PAIR_WIDTH])
+        gate, up = (hidet.ops.reshape(hidet.ops.strided_slice(blocks, [i], [i + 1], axes=[2]), [m, width])
+                    for i in range(2))
+        y = hidet.ops.silu(gate) * up
+        pairs = cf.reshape(m, width // PAIR_WIDTH, 2, PAIR_WIDTH)
+        expected = (F.silu(pairs[:, :, 0]) * pairs[:, :, 1]).reshape(m, width)
     else:
         raise SystemExit(f'unknown epilogue {kind!r}: one of {", ".join(EPILOGUES)}')
     graph = hidet.graph.optimize(hidet.trace_from(y, [xs, ws, rs] if kind in ('resnet', 'bias-residual', 'silu-gate')
@@ -312,12 +325,12 @@ def main() -> None:
                 t0 = time.perf_counter()
                 e_launch = build_task(e_task, 'cuda', space)['launch']
                 build_s = time.perf_counter() - t0
-                out.fill_(float('nan'))
-                e_launch(*e_inputs, out)
+                e_out = torch.full(e_expected.shape, float('nan'), dtype=c.dtype, device='cuda')
+                e_launch(*e_inputs, e_out)
                 torch.cuda.synchronize()
-                e_err = (out.float() - e_expected).abs().max().item()
+                e_err = (e_out.float() - e_expected).abs().max().item()
                 at = next(i for i, x in enumerate(e_inputs) if x is b)
-                t = graph_time(rotating(lambda b_: e_launch(*e_inputs[:at], b_, *e_inputs[at + 1:], out), copies),
+                t = graph_time(rotating(lambda b_: e_launch(*e_inputs[:at], b_, *e_inputs[at + 1:], e_out), copies),
                                calls, args.repeat)
                 e_template = find(e_task, 'cuda')
                 e_cfg = choose_configs([(e_task, 'cuda', e_template)], space)[0].name() if e_template else \

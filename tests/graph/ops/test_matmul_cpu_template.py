@@ -12,7 +12,7 @@ from hidet import ops
 from hidet.graph.ops.matmul import MatmulOp
 from hidet.kernels.matmul import NotGemm, explain, find_matmul_template, match_gemm
 
-from .matmul_cases import fused_tasks, matmul_task
+from .matmul_cases import fused_tasks, gated_reference, gated_task, matmul_task
 
 
 def _cpu_task_and_args(a_shape, b_shape, dtype, transpose_b=False):
@@ -51,6 +51,28 @@ def test_cpu_template_every_candidate(case):
         CompiledModule(path)['launch'](*args, out)
         scale = max(1.0, want.abs().max().item())
         assert (out.double() - want).abs().max().item() <= tol * scale, cfg
+
+
+@pytest.mark.parametrize('mhk,dtype', [((37, 192, 40), 'float32'), ((5, 64, 24), 'float16')], ids=str)
+def test_cpu_template_paired_epilogue(mhk, dtype):
+    """silu(gate) * up in the epilogue of the interleaved gate / up GEMM (a paired epilogue): each level-1
+    candidate with whole column pairs in its tiles (the others refused by check), against float64."""
+    from hidet.backend.cache import build_libraries
+    from hidet.runtime.compiled_module import CompiledModule
+
+    m, h, k = mhk
+    torch.manual_seed(0)
+    task = gated_task(m, h, k, dtype, 'cpu')
+    template = find_matmul_template(task, 'cpu')
+    assert template is not None and template.spec.pair == 32
+    configs = template.space(1)
+    assert configs and all(c.nc % 64 == 0 for c in configs)
+    x, w = torch.randn(m, k).to(getattr(torch, dtype)), (torch.randn(k, 2 * h) / k ** 0.5).to(getattr(torch, dtype))
+    want = gated_reference(x.double(), w.double()).double()
+    for cfg, path in zip(configs, build_libraries([(template.source(c), 'cpu', 'cpu-paired') for c in configs])):
+        out = torch.empty(m, h, dtype=x.dtype)
+        CompiledModule(path)['launch'](x, w, out)
+        assert (out.double() - want).abs().max().item() <= (1e-5 if dtype == 'float32' else 1e-2), cfg
 
 
 def test_cpu_template_runs_fused_graphs():

@@ -15,7 +15,7 @@ from hidet import ops
 from hidet.kernels.matmul import MmaConfig, explain, find_matmul_template, match_gemm
 from hidet.kernels.matmul.config import check_config
 
-from .matmul_cases import fused_tasks, matmul_task
+from .matmul_cases import fused_tasks, gated_reference, gated_task, matmul_task
 
 def _torch_dtype(dtype):
     return getattr(torch, dtype)
@@ -62,6 +62,25 @@ def test_every_candidate(mnk, dtype, level):
     task = matmul_task([m, k], [k, n], dtype)
     a, b = _rand([m, k], dtype), _rand([k, n], dtype, 1 / math.sqrt(k))
     _check_candidates(task, lambda: (a, b), lambda x, y: (x.float() @ y.float()).to(x.dtype), level=level)
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize('mhk', [(1, 256, 512), (77, 192, 136), (200, 320, 264), (128, 512, 256)], ids=str)
+def test_paired_epilogue_every_candidate(mhk):
+    """silu(gate) * up in the epilogue of the interleaved gate / up GEMM: every level-2 candidate (wgmma and
+    mma.sync tiles, split-k through the workspace, skinny tiles whose half-width output leaves threads idle) and
+    the wgmma shapes by name, each against torch's float32."""
+    from hidet.kernels.matmul.space import WG_SHAPES
+
+    m, h, k = mhk
+    task = gated_task(m, h, k)
+    template = find_matmul_template(task, 'cuda')
+    assert template is not None and template.spec.pair, explain(task)
+    named = [MmaConfig(bm, bn, 64, 64, wn, 4, s, True, tma) for bm, bn, wn in WG_SHAPES for s in (1, 2)
+             for tma in (False, True)] if template.wgmma else []
+    configs = list(dict.fromkeys(template.space(2) + [c for c in named if not check_config(template.spec, c)]))
+    x, w = _rand([m, k], 'float16'), _rand([k, 2 * h], 'float16', 1 / math.sqrt(k))
+    _check_candidates(task, lambda: (x, w), lambda a, b: gated_reference(a, b).half(), configs)
 
 
 @pytest.mark.cuda

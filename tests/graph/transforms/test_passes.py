@@ -10,7 +10,7 @@ from hidet.graph.flow_graph import display_name
 from hidet.graph.tensor import _host_values
 from hidet.graph.transforms import (EliminateCommonSubexpressions, FoldConstants, FoldConvBatchNorm, FuseOperators,
                                     PassContext, SimplifyTransforms)
-from hidet.kernels.matmul import operand_modes
+from hidet.kernels.matmul import match_gemm, operand_modes
 
 
 def _same(g1, g2, *shapes):
@@ -328,6 +328,49 @@ def test_merge_sibling_matmuls_with_their_biases():
     for before, after in ((g, merged), (mixed, plain)):
         for u, v in zip(before(a), after(a)):
             np.testing.assert_allclose(u.numpy(), v.numpy(), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize('bias', [False, True])
+def test_gated_siblings_interleave_into_one_paired_gemm(bias):
+    """A SwiGLU MLP's gate and up projections (two siblings of one width whose results meet in an elementwise
+    operator) merge with their columns interleaved in blocks of PAIR_WIDTH, and silu(gate) * up fuses into the
+    merged GEMM's epilogue (a paired epilogue, half the merged width): two kernels, the down projection the second;
+    the result as float64's."""
+    from hidet.graph.transforms.merge_sibling_matmuls import PAIR_WIDTH
+
+    x = hidet.symbol([3, 5, 64])
+    wg, wu, wd = hidet.randn([64, 128]), hidet.randn([64, 128]), hidet.randn([128, 48])
+    bg, bu = hidet.randn([128]), hidet.randn([128])
+    gate, up = x @ wg, x @ wu
+    if bias:
+        gate, up = gate + bg, up + bu
+    g = hidet.trace_from((ops.silu(gate) * up) @ wd, [x])
+    opt = hidet.graph.optimize(g)
+    assert len(opt.nodes) == 2
+    spec = match_gemm(opt.nodes[0].task, ('float32',))
+    assert (spec.m, spec.n, spec.k, spec.pair) == (15, 256, 64, PAIR_WIDTH)
+    a = hidet.randn([3, 5, 64])
+    A, Wg, Wu, Wd, Bg, Bu = (torch.from_numpy(_host_values(t).astype('float64')) for t in (a, wg, wu, wd, bg, bu))
+    G, U = A @ Wg, A @ Wu
+    if bias:
+        G, U = G + Bg, U + Bu
+    expected = ((torch.nn.functional.silu(G) * U) @ Wd).numpy()
+    np.testing.assert_allclose(opt(a).numpy(), expected, rtol=1e-4, atol=1e-3)
+
+
+def test_siblings_read_apart_keep_plain_column_slices():
+    """Two siblings of one width read by different consumers (a key and a value projection) are concatenated, not
+    interleaved: each result stays a contiguous column slice (attention reads it in place)."""
+    from hidet.graph.transforms import MergeSiblingMatmuls
+
+    x = hidet.symbol([2, 5, 64])
+    wk, wv = hidet.randn([64, 128]), hidet.randn([64, 128])
+    g = hidet.trace_from([ops.relu(x @ wk), ops.sigmoid(x @ wv)], [x])
+    merged = MergeSiblingMatmuls()(g, PassContext())
+    assert _names(merged).count('Matmul') == 1 and 'Reshape' not in _names(merged)
+    a = hidet.randn([2, 5, 64])
+    for u, v in zip(g(a), merged(a)):
+        np.testing.assert_allclose(u.numpy(), v.numpy(), rtol=1e-5, atol=1e-5)
 
 
 def _present_copies(qkvs):

@@ -39,7 +39,7 @@ from hidet.ir.compose import count_reads, reads_data_dependent
 from hidet.ir.expr import Binary, Call, Cast, Expr, TensorElement, Unary, evaluate_dim, symbols_of
 from hidet.ir.functors import inline_computes, walk
 from hidet.ir.schedulers.lowering import row_split
-from hidet.kernels.matmul import operand_modes
+from hidet.kernels.matmul import operand_modes, paired_epilogue
 from hidet.utils import logs
 
 
@@ -162,8 +162,13 @@ def _epilogue_ok(producer: _Group, consumer: _Group) -> bool:
         return False
     probe = FusedOperator.compose(consumer.members, [produced[0]] + _external_inputs(consumer.members, produced))
     out_node, in_node = probe.outputs[0], probe.inputs[0]
-    if count_reads(out_node, in_node) != 1 or reads_data_dependent(out_node):
+    reads = count_reads(out_node, in_node)
+    if reads > 2 or reads_data_dependent(out_node):
         return False
+    if reads == 2:  # (two columns of a matmul a tile holds both of: a SwiGLU on the interleaved gate / up GEMM)
+        members = producer.members + consumer.members
+        return any(_copies_operands(a) for a in producer.anchors) and \
+            paired_epilogue(FusedOperator.compose(members, _external_inputs(members)))
     return _keeps_the_template(producer, consumer)
 
 

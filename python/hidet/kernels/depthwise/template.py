@@ -149,7 +149,7 @@ class DepthwiseSpec:
         self.out_dtype = spec.out_dtype
         self._acc = Var('acc', float32)
         self._axes = [Var(f'c{i}', int64) for i in range(4)]  # (n, o, oh, ow) of the anchor
-        self._epi, self._out_index, _, _ = _epilogue(task, anchor, r, self._acc, self._axes)
+        self._epi, self._out_index, _, _, _ = _epilogue(task, anchor, r, self._acc, self._axes)
         # the epilogue reads a tensor per output (a residual add), not just per channel (bias, batch norm)
         size = self.n * self.o * self.oh * self.ow
         self.reads_residual = any(_numel(e.tensor.shape) >= size for e in collect(self._epi, TensorElement))

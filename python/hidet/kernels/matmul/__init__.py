@@ -20,7 +20,7 @@ from hidet.kernels.template import WGMMA_ARCH, arch_number
 
 from .base import GemmTemplate
 from .config import MmaConfig, check_config
-from .spec import GemmSpec, MMA_DTYPES, NotGemm, explain, match_gemm, operand_modes
+from .spec import GemmSpec, MMA_DTYPES, NotGemm, explain, match_gemm, operand_modes, paired_epilogue
 
 MIN_ARCH = 80
 
@@ -127,4 +127,5 @@ def _find_symbolic(task: Task, target: str, arch: Optional[str]):
         return None
 
 
-__all__ = ['MmaMatmulTemplate', 'MmaConfig', 'GemmSpec', 'NotGemm', 'match_gemm', 'explain', 'find_matmul_template']
+__all__ = ['MmaMatmulTemplate', 'MmaConfig', 'GemmSpec', 'NotGemm', 'match_gemm', 'explain', 'find_matmul_template',
+           'paired_epilogue']

@@ -106,8 +106,9 @@ CLUSTER_MAX = 8  # CTAs of a thread-block cluster, at most (the portable size)
 def cluster_split(spec: GemmSpec, cfg: MmaConfig) -> bool:
     """Whether the ``split_k`` blocks of a tile form a thread-block cluster (sm_90) and sum their partial tiles
     through each other's shared memory (DSMEM): each block then sums and writes its share of the tile's rows, with
-    no workspace, no counter and no last block doing all of it."""
-    return cfg.wgmma and 1 < cfg.split_k <= CLUSTER_MAX and vector_width(spec) % 4 == 0
+    no workspace, no counter and no last block doing all of it. Not for a paired epilogue (a block's share would
+    need the sums of both columns of each of its pairs): its split-k runs through the workspace."""
+    return cfg.wgmma and 1 < cfg.split_k <= CLUSTER_MAX and vector_width(spec) % 4 == 0 and not spec.pair
 
 
 def workspace_floats(spec: GemmSpec, cfg: MmaConfig, m=None) -> int:
@@ -149,7 +150,11 @@ def check_config(spec: GemmSpec, cfg: MmaConfig) -> str:
         if c.threads % ((cols if k_major else rows) // chunk(spec)):
             return 'each thread copies chunks of one column of every tile'
     v = vector_width(spec)
-    if (c.bm * c.bn // v) % c.threads:
+    if spec.pair and (c.bn % (2 * spec.pair) or spec.pair % v):
+        return 'a paired epilogue needs tiles of whole column pairs (n a multiple of twice the pair width)'
+    if spec.pair and (c.bm * c.bn // 2 // v) % min(c.threads, c.bm * c.bn // 2 // v):
+        return 'each thread stores whole vectors of the output tile, or at most one'
+    if not spec.pair and (c.bm * c.bn // v) % c.threads:
         return 'each thread stores whole vectors of the output tile'
     if smem_bytes(spec, c) > MAX_SMEM:
         return 'too much shared memory'

@@ -10,6 +10,7 @@ residual, cast) runs per output element.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass
 from typing import List
 
@@ -43,6 +44,8 @@ def check_config(spec: GemmSpec, c: CpuConfig) -> str:
         return 'the tile is not a whole number of register blocks'
     if c.kc * (c.mc + c.nc) + c.mc * c.nc > MAX_LOCAL_FLOATS:
         return 'the packed buffers do not fit the stack budget'
+    if spec.pair and c.nc % (2 * spec.pair):
+        return 'a paired epilogue needs tiles of whole column pairs (a multiple of twice the pair width)'
     return ''
 
 
@@ -54,7 +57,10 @@ def default_config(spec: GemmSpec) -> CpuConfig:
     """8 x 16 register blocks (the level-2 winner for 1024^3 float32 on an AVX-512 machine: 80 GFLOP/s on 2
     cores), in 32 x 128 tiles, 256-deep slices; no larger than the problem (a GEMV gets an 8-row tile)."""
     mr, nr = 8, 16
-    return CpuConfig(min(32, _round_up(spec.m, mr)), min(128, _round_up(spec.n, nr)), min(256, spec.k), mr, nr)
+    nc = min(128, _round_up(spec.n, nr))
+    if spec.pair:  # (whole column pairs: a multiple of 2 x the pair width, itself a multiple of nr)
+        nc = min(_round_up(nc, 2 * spec.pair * nr // math.gcd(2 * spec.pair, nr)), _round_up(spec.n, 2 * spec.pair))
+    return CpuConfig(min(32, _round_up(spec.m, mr)), nc, min(256, spec.k), mr, nr)
 
 
 def space(spec: GemmSpec, level: int) -> List[CpuConfig]:
@@ -96,6 +102,7 @@ def build_script_module(spec: GemmSpec, cfg: CpuConfig):
     TM, TN = -(-M // MC), -(-N // NC)
     TILES = spec.batch * TM * TN
     RS = list(range(MR))
+    PAIR = spec.pair
     out = values.out
     name = kernel_name(spec, cfg)
 
@@ -145,9 +152,16 @@ def build_script_module(spec: GemmSpec, cfg: CpuConfig):
                                     acc[i0 + r, j0 + j] = c[r, j]
                 for i in range(MC):
                     if m0 + i < M:
-                        for j in range(NC):
-                            if n0 + j < N:
-                                out[out_index(bz, m0 + i, n0 + j)] = epilogue(bz, m0 + i, n0 + j, acc[i, j])
+                        if PAIR:  # (the first column of each pair: j % 2P < P)
+                            for jp in range(NC // 2):
+                                j = jp / PAIR * (2 * PAIR) + jp % PAIR
+                                if n0 + j < N:
+                                    out[out_index(bz, m0 + i, n0 + j)] = epilogue(bz, m0 + i, n0 + j, acc[i, j],
+                                                                                  acc[i, j + PAIR])
+                        else:
+                            for j in range(NC):
+                                if n0 + j < N:
+                                    out[out_index(bz, m0 + i, n0 + j)] = epilogue(bz, m0 + i, n0 + j, acc[i, j])
 
     kernel = module.functions[-1]
     kernel.params[:0] = values.ins + [values.out]

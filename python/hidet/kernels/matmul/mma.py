@@ -170,14 +170,18 @@ def build_script_module(spec: GemmSpec, cfg: MmaConfig, m_bound=None):
     PLAN = values.epilogue_plan(V) if VEC else None
 
     VS = list(range(V))
-    VPR = BN // V
-    E_ITERS = BM * BN // V // THREADS
+    PAIR = spec.pair  # a paired epilogue: outputs at the tile's columns c % (2 PAIR) < PAIR, from c and c + PAIR
+    OUT_BN = BN // 2 if PAIR else BN  # outputs of a tile row
+    VPR = OUT_BN // V
+    # (a paired epilogue's half-width tile may have fewer vectors than a skinny tile has threads: those idle)
+    E_ITERS = cdiv(BM * OUT_BN // V, THREADS)
+    IDLE = BM * OUT_BN // V % THREADS != 0  # threads without a vector in the last iteration
     DSMEM = cluster_split(spec, cfg)  # the split blocks of a tile: one cluster, summing through shared memory
     # a transposed output (consecutive m consecutive in memory): a warp's threads take consecutive rows of the
     # staged tile, so each of their scalar stores covers 64 contiguous bytes (walking n, 32 scattered 2-byte
     # stores: mobile networks' expansion convolutions written NCHW for their depthwise ones); the staging rows
     # are then an odd number of words apart, so those column reads hit 32 banks
-    M_WALK = spec.out_m_contiguous and not VEC and not DSMEM
+    M_WALK = spec.out_m_contiguous and not VEC and not DSMEM and not PAIR
     PITCH = BN + (1 if M_WALK else STAGE_PAD)
     RANK_ITERS = -(-E_ITERS // SPLIT)  # (DSMEM) epilogue iterations of each block of the cluster
     ITERS = RANK_ITERS if DSMEM else E_ITERS  # a thread's epilogue iterations (vectors of outputs)
@@ -202,13 +206,16 @@ def build_script_module(spec: GemmSpec, cfg: MmaConfig, m_bound=None):
         idx = tid + (split * RANK_ITERS + it if DSMEM else it) * THREADS
         if M_WALK:
             return idx, idx % BM, idx / BM * V
+        if PAIR:  # (the vector's output column → the first column of its pairs: V divides PAIR)
+            return idx, idx / VPR, idx % VPR * V / PAIR * (2 * PAIR) + idx % VPR * V % PAIR
         return idx, idx / VPR, idx % VPR * V
 
     def epilogue_reads(tid, split, bz, m0, n0, it):
         """The statements issuing iteration ``it``'s epilogue reads (where its outputs exist)."""
         idx, r, c = epilogue_vector(tid, split, it)
         gm, gn = m0 + r, n0 + c
-        cond = all_of(True if A_FULL else gm < M, True if B_FULL else gn < N, idx < BM * VPR if DSMEM else True)
+        cond = all_of(True if A_FULL else gm < M, True if B_FULL else gn < N,
+                      idx < BM * VPR if DSMEM or IDLE else True)
         stmt, READS[it] = values.epilogue_reads(PLAN, bz, gm, gn, cond, it, ROW_VECS if COLUMN_VECS else None)
         READS[it].update(COLUMN_READS)
         return stmt
@@ -661,14 +668,18 @@ def build_script_module(spec: GemmSpec, cfg: MmaConfig, m_bound=None):
                                 cst[r, c + q * 4 + e] = total[e]
                 gm = m0 + r
                 gn = n0 + c
-                if gm < M and idx < BM * VPR if DSMEM else gm < M:
+                if gm < M and idx < BM * VPR if DSMEM or IDLE else gm < M:
                     if VEC:
                         if gn < N:
                             vector_epilogue(bz, gm, gn, cst, r, c, it)
                     else:
                         for e in VS:
                             if gn + e < N:
-                                out[out_index(bz, gm, gn + e)] = epilogue(bz, gm, gn + e, cst[r, c + e])
+                                if PAIR:
+                                    out[out_index(bz, gm, gn + e)] = epilogue(bz, gm, gn + e, cst[r, c + e],
+                                                                              cst[r, c + PAIR + e])
+                                else:
+                                    out[out_index(bz, gm, gn + e)] = epilogue(bz, gm, gn + e, cst[r, c + e])
             if DSMEM:
                 cluster_sync()  # no block exits while another may read its shared memory
 

@@ -33,7 +33,7 @@ from hidet.ir.dtypes import DataType, float32, int64
 from hidet.ir.expr import (APPROX_16BIT, Binary, Call, Cast, Constant, Expr, Select, SymbolVar, TensorElement, Unary,
                            Var, cast, evaluate_dim, same_dim, simplify_dim, symbols_of)
 from hidet.ir.functors import collect, conjuncts, inline_computes, merge_divmod, rewrite, substitute
-from hidet.ir.schedulers.analysis import known_multiple
+from hidet.ir.schedulers.analysis import known_multiple, structural_key
 from hidet.ir.task import Task
 
 MMA_DTYPES = ('float16', 'bfloat16')
@@ -191,6 +191,10 @@ class GemmSpec:
     # consecutive m are consecutive output elements along the output's innermost axis: a transposed output (a
     # channels-last convolution's written back NCHW), whose epilogue threads walk m so their stores coalesce
     out_m_contiguous: bool = False
+    # a paired epilogue (Pair): outputs at the matmul's columns n with n % (2 pair) < pair, each from ``acc`` (column
+    # n) and ``acc_pair`` (column n + pair); 0: one output per column
+    pair: int = 0
+    acc_pair: Optional[Var] = None
 
     @property
     def batch(self) -> int:
@@ -470,8 +474,70 @@ def _group_of(idx: Expr, out_axes, out_shape, extent: int) -> Optional[List[Tupl
     return group
 
 
-def _epilogue(task: Task, anchor: TensorNode, r: ReduceCompute, acc: Var, c_vars: Sequence[Var]):
-    """(value over acc and c_vars, flat output index over c_vars, per anchor dim the output axes it becomes)."""
+@dataclass
+class Pair:
+    """A paired epilogue: output column ``j`` reads the matmul at columns ``c = 2P (j / P) + j % P`` (the epilogue's
+    ``acc``) and ``c + P`` (``acc_pair``) of anchor dim ``dim``: two column blocks of width P interleaved (the merged
+    gate / up projection of a SwiGLU MLP, merge_sibling_matmuls), so a tile of the matmul whose width is a
+    multiple of 2P holds both values of each of its outputs. The GEMM's n then runs over the matmul's columns, the
+    epilogue is evaluated at the first column of each pair, and the output is half as wide."""
+    dim: int
+    width: int  # P
+    axis: int   # the output axis j
+    second: str  # structural_key of the read at c + P
+
+
+def _paired_reads(reads: Sequence[TensorElement], out_axes: Sequence[Var], out_shape, anchor_shape
+                  ) -> Optional[Pair]:
+    """The Pair that two distinct reads of the anchor form, or None (when they are not two)."""
+    keys = {}
+    for e in reads:
+        keys.setdefault(structural_key(e), e)
+    if len(keys) != 2:
+        return None
+    (k0, e0), (k1, e1) = keys.items()
+    dims = [d for d, (i0, i1) in enumerate(zip(e0.indices, e1.indices)) if structural_key(i0) != structural_key(i1)]
+    if len(dims) != 1:
+        return None
+    dim = dims[0]
+    forms = [_pair_form(merge_divmod(e.indices[dim]), out_axes) for e in (e0, e1)]
+    if any(f is None for f in forms) or forms[0][:2] != forms[1][:2]:
+        return None
+    (axis, width, off0), (_, _, off1) = forms
+    if {off0, off1} != {0, width} or anchor_shape[dim] != 2 * out_shape[axis] or out_shape[axis] % width:
+        return None
+    return Pair(dim, width, axis, k1 if off1 == width else k0)
+
+
+def _pair_form(idx: Expr, out_axes: Sequence[Var]) -> Optional[Tuple[int, int, int]]:
+    """(output axis j, P, offset) when ``idx`` is ``2P (j / P) + j % P + offset`` (P a constant), else None."""
+    pieces: Dict[Tuple[int, str], Var] = {}
+    found = []
+
+    def piece(e: Expr) -> Optional[Expr]:
+        if not (isinstance(e, Binary) and e.op in ('/', '%')):
+            return None
+        v, c = _strip_int_cast(e.a), _strip_int_cast(e.b)
+        if not (isinstance(c, Constant) and any(v is a for a in out_axes)):
+            return None
+        found.append((v, int(c.value)))
+        return pieces.setdefault((id(v), e.op), Var(f'{v.name}{e.op}{c.value}'))
+
+    form = affine(rewrite(idx, piece), list(pieces.values()))
+    if form is None or len(pieces) != 2 or len({(id(v), p) for v, p in found}) != 1:
+        return None
+    v, width = found[0]
+    if form.coeffs != {id(pieces[(id(v), '/')]): 2 * width, id(pieces[(id(v), '%')]): 1} or \
+            not isinstance(form.offset, int):
+        return None
+    return next(i for i, a in enumerate(out_axes) if a is v), width, form.offset
+
+
+def _epilogue(task: Task, anchor: TensorNode, r: ReduceCompute, acc: Var, c_vars: Sequence[Var],
+              acc_pair: Optional[Var] = None):
+    """(value over acc and c_vars, flat output index over c_vars, per anchor dim the output axes it becomes, the
+    merge pieces, the Pair or None). Reads of the anchor at two indices are a Pair when ``acc_pair`` is given (the
+    second read's value over it)."""
     out = task.outputs[0]
     d = anchor.definition
     # (the matmul's own output dtype, as written; ``widened`` then drops this rounding)
@@ -481,12 +547,18 @@ def _epilogue(task: Task, anchor: TensorNode, r: ReduceCompute, acc: Var, c_vars
                                                      for e in collect(anchor_value, TensorElement)):
         raise NotGemm('the anchor reads computed tensors around its reduction')
     if out is anchor:
-        return widened(anchor_value, acc), flat_index(c_vars, anchor.shape), [[(i, 1)] for i in range(len(c_vars))], {}
+        return (widened(anchor_value, acc), flat_index(c_vars, anchor.shape), [[(i, 1)] for i in range(len(c_vars))],
+                {}, None)
     value = inline_except(out.definition.value, anchor)
     reads = [e for e in collect(value, TensorElement) if e.tensor is anchor]
     if not reads:
         raise NotGemm('the output does not read the matmul')
     out_axes = out.definition.axes
+    pair = _paired_reads(reads, out_axes, out.shape, anchor.shape) if acc_pair is not None else None
+    if pair is not None:  # (the reads mapped as one read at the output's own column: the pair's first)
+        first = next(e for e in reads if structural_key(e) != pair.second)
+        reads = [TensorElement(first.tensor, [out_axes[pair.axis] if i == pair.dim else x
+                                              for i, x in enumerate(first.indices)])]
     # anchor dim → [(output axis, coefficient)]: the dim is a mixed-radix number of output axes (a split);
     # coefficient 0 marks a *merge* piece instead: the dim is (axis / stride) % extent of one output axis
     groups: Optional[List[List[Tuple[int, int]]]] = None
@@ -494,6 +566,9 @@ def _epilogue(task: Task, anchor: TensorNode, r: ReduceCompute, acc: Var, c_vars
     for e in reads:
         g = []
         for dim, idx in enumerate(e.indices):
+            if pair is not None and dim == pair.dim:
+                g.append([(pair.axis, 1)])
+                continue
             # (a reshape and its inverse — [4096] → [8, 512] → [4096], GPT-2's MLP at batch 8 — read the matmul
             # at ((m / 512) * 512 + m % 512): the same row)
             idx = merge_divmod(idx)
@@ -537,18 +612,28 @@ def _epilogue(task: Task, anchor: TensorNode, r: ReduceCompute, acc: Var, c_vars
             if j > 0:
                 v = v % out.shape[o]
             out_vals[o] = v
-    value = rewrite(value, lambda e: anchor_value if isinstance(e, TensorElement) and e.tensor is anchor else None)
-    value = substitute(value, dict(zip(out_axes, out_vals)))
+    if pair is not None:  # output column j of matmul column c (a first of its pair): 2P (j / P) + j % P = c
+        c, w = c_vars[pair.dim], pair.width
+        out_vals[pair.axis] = c / (2 * w) * w + c % w
+        second_value = rewrite(anchor_value, lambda e: acc_pair if e is acc else None)
+
+    def anchor_read(e: Expr) -> Optional[Expr]:
+        if not (isinstance(e, TensorElement) and e.tensor is anchor):
+            return None
+        return second_value if pair is not None and structural_key(e) == pair.second else anchor_value
+
+    value = substitute(rewrite(value, anchor_read), dict(zip(out_axes, out_vals)))
     if collect(value, ReduceCompute):
         raise NotGemm('the epilogue has a reduction')
-    return widened(value, acc), flat_index(out_vals, out.shape), groups, pieces
+    return widened(value, acc, acc_pair), flat_index(out_vals, out.shape), groups, pieces, pair
 
 
 DISCRETE_CALLS = ('floor', 'ceil', 'round', 'trunc')  # (functions whose result jumps: see widened)
 
 
-def widened(value: Expr, acc: Var) -> Expr:
-    """``value`` computed in float32 from the float32 ``acc`` on, rounded once, to its own dtype, at the end.
+def widened(value: Expr, acc: Var, acc_pair: Optional[Var] = None) -> Expr:
+    """``value`` computed in float32 from the float32 ``acc`` (and ``acc_pair``) on, rounded once, to its own dtype,
+    at the end.
 
     As written, an epilogue rounds the accumulator to the matmul's 16-bit dtype before it adds a bias (and each
     16-bit operation of the chain rounds again); torch's linear and conv2d add their bias to the float32
@@ -573,7 +658,7 @@ def widened(value: Expr, acc: Var) -> Expr:
     def visit(e: Expr) -> Tuple[Expr, bool]:  # (the new node, whether it depends on acc)
         if id(e) in memo:
             return memo[id(e)]
-        if e is acc:
+        if e is acc or e is acc_pair:
             r = (e, True)
         elif isinstance(e, Cast):
             a, dep = visit(e.a)
@@ -703,8 +788,10 @@ def match_gemm(task: Task, operand_dtypes: Sequence[str] = MMA_DTYPES, fold_k: b
                  mma_dtype, raw_a, k_axes, k_fold)
     b = _operand('b', fb, task, batch_vars, [(c_vars[i], shape[i]) for i in n_axes], n_var, n_fold, k_var, n, k,
                  mma_dtype, raw_b, k_axes, k_fold)
-    acc = Var('acc', float32)
-    epilogue, out_index, groups, pieces = _epilogue(task, anchor, r, acc, c_vars)
+    acc, acc_pair = Var('acc', float32), Var('acc_pair', float32)
+    epilogue, out_index, groups, pieces, pair = _epilogue(task, anchor, r, acc, c_vars, acc_pair)
+    if pair is not None and n_axes != [pair.dim]:
+        raise NotGemm('the epilogue pairs columns of a matmul whose n is not that one axis')
     folds = dict(fixed)
     folds.update(m_fold)
     folds.update(n_fold)
@@ -727,7 +814,8 @@ def match_gemm(task: Task, operand_dtypes: Sequence[str] = MMA_DTYPES, fold_k: b
             raise NotGemm('the epilogue reads a computed tensor')
     return GemmSpec(task, batch_shape, m, n, k, batch_vars, m_var, n_var, k_var, a, b, mma_dtype, acc, epilogue,
                     out_index, out.dtype, out_n_contiguous, merged_epilogue=bool(pieces),
-                    out_m_contiguous=out_m_contiguous)
+                    out_m_contiguous=out_m_contiguous, pair=pair.width if pair else 0,
+                    acc_pair=acc_pair if pair else None)
 
 
 def _inline_inputs(e: Expr) -> Expr:
@@ -747,6 +835,14 @@ def operand_modes(task: Task) -> Optional[Tuple[str, str]]:
     return None
 
 
+def paired_epilogue(task: Task) -> bool:
+    """Whether ``task`` is a GEMM whose epilogue reads pairs of the matmul's columns (Pair)."""
+    try:
+        return match_gemm(task, MMA_DTYPES + ('float32',)).pair > 0
+    except NotGemm:
+        return False
+
+
 def explain(task: Task) -> str:
     """'gemm …' or why ``task`` is not one."""
     try:
@@ -754,4 +850,5 @@ def explain(task: Task) -> str:
     except NotGemm as e:
         return str(e)
     merged = ' (merged epilogue: CPU template only, for now)' if spec.merged_epilogue else ''
-    return f'gemm {spec.shape_text()} a:{spec.a.mode} b:{spec.b.mode}{merged}'
+    paired = f' (paired epilogue: columns n and n + {spec.pair})' if spec.pair else ''
+    return f'gemm {spec.shape_text()} a:{spec.a.mode} b:{spec.b.mode}{merged}{paired}'

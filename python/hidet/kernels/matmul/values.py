@@ -214,8 +214,13 @@ class GemmValues:
     def b_value(self, bz, gn, gk) -> Expr:
         return self._at(self.spec.b.value, bz, {self.spec.n_var: gn, self.spec.k_var: gk})
 
-    def epilogue(self, bz, gm, gn, acc) -> Expr:
-        return self._at(self.spec.epilogue, bz, {self.spec.m_var: gm, self.spec.n_var: gn, self.spec.acc: acc})
+    def epilogue(self, bz, gm, gn, acc, acc_pair=None) -> Expr:
+        """The output element at (bz, gm, gn) from the accumulator ``acc`` (and, for a paired epilogue, column gn +
+        pair's ``acc_pair``)."""
+        at = {self.spec.m_var: gm, self.spec.n_var: gn, self.spec.acc: acc}
+        if self.spec.pair:
+            at[self.spec.acc_pair] = acc_pair
+        return self._at(self.spec.epilogue, bz, at)
 
     def epilogue_plan(self, lanes: int) -> LanePlan:
         """The epilogue planned for ``lanes`` consecutive outputs along n (the epilogue's vectors): a read
@@ -277,6 +282,9 @@ class GemmValues:
         at = self._epilogue_at(bz, gm, gn)
         acc = Var('av', float32, type=TensorType(float32, [lanes], 'register'))
         body = [Declare(acc)] + vector_copies(acc, 0, stage, stage_index, lanes, float32)
+        if spec.pair:  # (the second column of each pair, pair columns on)
+            acc_pair = Var('apv', float32, type=TensorType(float32, [lanes], 'register'))
+            body += [Declare(acc_pair)] + vector_copies(acc_pair, 0, stage, stage_index + spec.pair, lanes, float32)
         regs = reads
         if regs is None:
             loads, regs = self._epilogue_loads(plan, at)
@@ -286,6 +294,8 @@ class GemmValues:
         for j in range(lanes):
             lane = dict(at)
             lane.update({spec.n_var: gn + j, spec.acc: BufferLoad(acc, j, float32)})
+            if spec.pair:
+                lane[spec.acc_pair] = BufferLoad(acc_pair, j, float32)
             lane.update({v: BufferLoad(reg, j, reg.type.dtype) if reg.type is not None else reg
                          for v, reg in regs.items()})
             body.append(Store(out_reg, j, self.lower(plan.value, lane)))
