@@ -11,10 +11,11 @@ each search level chose and the tuning time.
 TMA can copy the operands, to compare the two tile by tile. ``--epilogue [KIND]``: hidet's kernel with an
 epilogue fused beside the bare one, to see what the epilogue costs (torch stays the bare GEMM): a residual block's
 (``resnet``, the default: relu(C * scale + shift + residual), a float32 batch-norm scale and shift per column, as
-the fold_conv_batch_norm pass leaves them), ``bias-residual``, ``gelu-tanh`` and ``gelu-erf`` (of C + bias) or
-``silu-gate`` (silu(C) * up, up an input) or ``swiglu`` (silu(gate) * up of C's interleaved gate / up column blocks, the
-paired epilogue a SwiGLU MLP's merged GEMM takes: N is the merged width, the output half of it). ``--configs``: named configs (as the table prints them, e.g.
-``64x64x64_w64x64_p6_s8_wg_tma``) timed as candidates too.
+the fold_conv_batch_norm pass leaves them), ``bias-residual``, ``gelu-tanh`` and ``gelu-erf`` (of C + bias),
+``silu-gate`` (silu(C) * up, up an input) or ``swiglu`` (silu(gate) * up of C's interleaved gate / up column
+blocks, the paired epilogue a SwiGLU MLP's merged GEMM takes: N is the merged width, the output half of it).
+``--configs``: named configs (as the table prints them, e.g. ``64x64x64_w64x64_p6_s8_wg_tma``) timed as candidates
+too.
 
 ``--cold``: each launch of a timed CUDA graph reads B (the weights) from its own copy, enough copies that they
 outrun the L2 cache, as a model's weights come from DRAM (a GEMM timed on one B reads it from L2 after the first
