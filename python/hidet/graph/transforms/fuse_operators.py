@@ -7,8 +7,10 @@ group computes is read only by that consumer group (and is not a graph output), 
 - the producer is injective, the consumer anchored: a *prologue*, recomputed at each read by the anchor
   (a norm's input cast; for a matmul or dense convolution only a cheap one: _prologue_ok);
 - the producer is anchored, the consumer injective: an *epilogue* (e.g. bias + activation after a
-  matmul), allowed only when each consumer element reads each anchor element once and the
-  consumer is no larger than the anchor (a broadcast would recompute the reduction per element), not
+  matmul), allowed only when each consumer element reads each anchor element once (or, after a matmul, two
+  of its columns that the GEMM template takes as a paired epilogue: a SwiGLU on the interleaved gate / up
+  GEMM, merge_sibling_matmuls) and the consumer is no larger than the anchor (a broadcast would recompute
+  the reduction per element), not
   when it ends in a wider dtype that a reduction reads (the norm takes that cast as its prologue), and
   after a matmul or dense convolution only where the GEMM template still takes the fused task;
 - both anchored: never, but for a *row-broadcast* group: plain reductions (ReduceOp) and the elementwise
