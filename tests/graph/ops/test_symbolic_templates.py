@@ -88,6 +88,22 @@ def test_dispatch_source_picks_kernels_by_m_and_reads_rows_without_division():
     assert '% sym_seq' not in kernels and '/ sym_seq' not in kernels
 
 
+def test_ranges_sharing_a_split_config_share_its_workspace():
+    """Two ranges of m that take the same split-k config (a narrow linear: 16 x 64 tiles split 2 up to 32 rows and up
+    to 64) declare its workspace once, as large as the larger range needs (twice, it did not compile)."""
+    x, w = hidet.symbol(['batch', 'seq', 512], 'float16', 'cuda'), hidet.symbol([512, 512], 'float16', 'cuda')
+    graph = hidet.graph.optimize(hidet.trace_from(ops.silu(x @ w), [x, w]))
+    with hidet.option.context(cuda_arch='sm_90'):
+        template = find_matmul_template(graph.nodes[0].task, 'cuda')
+        points = template.points(graph.nodes[0].task, 'cuda')
+        cfgs = [tpl.default() for _, _, tpl in points]
+        source = template.source_of(cfgs)
+    shared = [c for c in set(cfgs) if c.split_k > 1 and cfgs.count(c) > 1]
+    assert shared, [c.name() for c in cfgs]
+    for c in shared:
+        assert source.count(f'__device__ float hidet_mm_workspace_{c.name()}[') == 1
+
+
 def test_dispatch_serves_ranges_without_tma():
     """A range's kernel runs at any m of the range: a TMA config tuned at one m (tensor maps need static sizes)
     gives its tiles to the range's kernel, copied by cp.async."""

@@ -55,13 +55,16 @@ def template_source(spec: GemmSpec, cfg, fallback: bool = True, entry: str = 'la
     lines = [merge_libraries(scripts)]
     if fallback:
         lines += _generic_lines(spec)
+    workspaces = {}  # split-k config → (floats, tiles) of its largest range (ranges may share a config)
     for bound, c in ranges:
         m = spec.m if bound is None else bound
         if workspace_floats(spec, c, m):
-            suffix = c.name()
-            lines += [f'__device__ float hidet_mm_workspace_{suffix}[{workspace_floats(spec, c, m)}];',
-                      f'__device__ int hidet_mm_counters_{suffix}[{tiles(spec, c, m)}];  '
-                      '// zero; reset by the last block of a tile', '']
+            floats, count = workspaces.get(c, (0, 0))
+            workspaces[c] = (max(floats, workspace_floats(spec, c, m)), max(count, tiles(spec, c, m)))
+    for c, (floats, count) in workspaces.items():
+        lines += [f'__device__ float hidet_mm_workspace_{c.name()}[{floats}];',
+                  f'__device__ int hidet_mm_counters_{c.name()}[{count}];  // zero; reset by the last block of a tile',
+                  '']
     # alignment the template's vector accesses need
     checks = []
     for op in (spec.a, spec.b):
