@@ -260,3 +260,22 @@ def test_symbolic_attention_matches_torch(causal):
         (out,) = compiled.run(qkv)
         expected = torch.nn.functional.scaled_dot_product_attention(*[t.float() for t in qkv], is_causal=causal)
         torch.testing.assert_close(out.float(), expected, rtol=2e-2, atol=2e-2)
+
+
+@pytest.mark.cuda
+def test_symbolic_swiglu_mlp_matches_torch():
+    """A SwiGLU MLP over [batch, seq, 256] (gate and up merged, interleaved, the gating in the merged GEMM's
+    paired epilogue, served by the dispatch over ranges of m) at several row counts, with non-default weights."""
+    torch.manual_seed(0)
+    wg, wu, wd = (torch.randn(*s, device='cuda').half() / 16 for s in ((256, 512), (256, 512), (512, 256)))
+    x = hidet.symbol(['batch', 'seq', 256], 'float16', 'cuda')
+    gate, up = x @ hidet.from_torch(wg), x @ hidet.from_torch(wu)
+    graph = hidet.graph.optimize(hidet.trace_from([(ops.silu(gate) * up) @ hidet.from_torch(wd)], [x]))
+    assert len(graph.nodes) == 2  # the paired GEMM, then the down projection
+    compiled = graph.build()
+    for batch, seq in [(1, 1), (2, 37), (3, 200)]:
+        t = torch.randn(batch, seq, 256, device='cuda').half()
+        (out,) = compiled.run([t])
+        f = t.float()
+        expected = (torch.nn.functional.silu(f @ wg.float()) * (f @ wu.float())) @ wd.float()
+        torch.testing.assert_close(out.float(), expected, rtol=2e-2, atol=2e-2)
