@@ -150,16 +150,26 @@ def _wg_default(spec: GemmSpec, sms: int):
     return _wg_dense_default(spec, sms)
 
 
-# The cost model of a dense wgmma GEMM (fitted on the H100 to the transformer shapes of issue 22, m = 128 and 197,
-# n and k the hidden and MLP sizes of GPT-2 and a Llama-style model, every level-2 candidate timed in CUDA graphs):
-# a launch, then per wave of tiles a pipeline fill and the tile's FLOPs at the SM's sustained rate for that tile
-# shape, and the reduction of split-k's partial sums (a fixed cost and their float32 traffic, written and read).
-LAUNCH_US, WAVE_FILL_US, SPLIT_US = 2.0, 1.0, 2.5
+# The cost model of a dense wgmma GEMM: a launch, then per wave of tiles a pipeline fill, the tile's FLOPs at the
+# SM's sustained rate for that tile shape and the tile's epilogue (its warpgroups each write 64 rows x bn: a time per
+# warpgroup proportional to bn), and the reduction of split-k's partial sums (a fixed cost and their float32
+# traffic, written and read). Fitted on the H100 so that the model's pick among the shapes and splits of
+# WG_DENSE_SHAPES is the fastest of those timed, or within 5% of it, on each of 90 GEMMs of 197 to 6272 rows under
+# 0.7 of a wave of 128 x 256 tiles (weights cold; every 4-stage TMA candidate at 22 transformer layers of GPT-2,
+# BERT, ViT and a Llama-style model, the old and the new pick at 86 more, with 1x1 convolutions of resnet50,
+# mobilenet_v2, efficientnet_b0 and convnext_tiny at batch 1 and 8; calls A1, A2, A9, C1 and C3 of 2026-11-27,
+# `.gpu/time_pairs.py`). The rates fitted at 128 and 197 rows alone, without the epilogue term, put
+# 1576x768x3072 on 64 x 64 tiles (26.5 µs against 18.8 in 64 x 256), 394x5632x2048 on 128 x 64 (48.7 against 23.0
+# in 128 x 192); the epilogue term keeps short-k convolutions on two warpgroups' 128 x 64 tiles (3136x144x24: 3.1
+# µs against 3.8 in 64 x 128). The rates rank tiles more than they measure them.
+LAUNCH_US, WAVE_FILL_US, SPLIT_US = 2.0, 0.9, 2.5
+EPILOGUE_US_PER_128_COLUMNS = 0.4
 PARTIALS_BYTES_PER_US = 2.5e6
-SM_TFLOPS = 4.5  # one SM's sustained wgmma rate at 128 x 256 tiles
-TILE_EFFICIENCY = {(128, 256): 1.0, (128, 192): 0.98, (128, 128): 0.95, (128, 64): 0.9, (64, 256): 0.9, (64, 128): 0.85,
-                   (64, 64): 0.8, (64, 32): 0.6, (64, 16): 0.4}  # (the last two guessed, not fitted)
-WG_DENSE_SHAPES = ((128, 256, 256), (128, 128, 128), (128, 64, 64), (64, 128, 128), (64, 64, 64))
+SM_TFLOPS = 4.5  # one SM's wgmma rate in 64 x 64 tiles, 0.8 of which the table's 0.8 is
+TILE_EFFICIENCY = {(128, 256): 1.35, (128, 192): 1.05, (128, 128): 1.3, (128, 64): 0.68, (64, 256): 1.35,
+                   (64, 128): 0.73, (64, 64): 0.8, (64, 32): 0.6, (64, 16): 0.4}  # (the last two guessed, not fitted)
+WG_DENSE_SHAPES = ((128, 256, 256), (128, 192, 192), (128, 128, 128), (128, 64, 64), (64, 256, 256), (64, 128, 128),
+                   (64, 64, 64))
 # A GEMM of at most SKINNY_M rows (a transformer's layers at batch 1: 128 tokens) streams its weights: 64 x 64
 # tiles in 6 stages, two blocks an SM where there are more tiles than SMs, keep the most bytes in flight. They won
 # every such shape measured (H100, weights cold, the best of level 2 and named configs: 128 x {2304, 3072} x 768,
@@ -182,13 +192,16 @@ LARGE_TILES_MIN_WAVE = 0.7
 # batch 8 x 512: 4096x2304 is 288 tiles of 128 x 256, 2.2 waves of 132 SMs, or 384 of 128 x 192, 2.9 waves;
 # 4096x768 is 96 tiles, 0.73 of a wave, or 128, 0.97)
 LARGE_WG_SHAPES = ((128, 256, 256), (128, 192, 192))
+LARGE_TILE_EFFICIENCY = {(128, 256): 1.0, (128, 192): 0.98}  # (their rates at 4096 rows: the last wave decides)
 
 
-def wg_cost_us(spec: GemmSpec, bm: int, bn: int, split: int, sms: int) -> float:
-    """The modelled time of ``spec`` in bm x bn wgmma tiles split ``split`` ways along k."""
+def wg_cost_us(spec: GemmSpec, bm: int, bn: int, split: int, sms: int, efficiency=None) -> float:
+    """The modelled time of ``spec`` in bm x bn wgmma tiles split ``split`` ways along k (at the tile rates of
+    ``efficiency``, default TILE_EFFICIENCY)."""
     waves = -(-_tiles(spec, bm, bn) * split // sms)
     k = -(-_k_tiles(spec, WG_BK) // split) * WG_BK
-    tile_us = 2.0 * bm * bn * k / (SM_TFLOPS * 1e6 * TILE_EFFICIENCY[(bm, bn)])
+    tile_us = 2.0 * bm * bn * k / (SM_TFLOPS * 1e6 * (efficiency or TILE_EFFICIENCY)[(bm, bn)]) + \
+        EPILOGUE_US_PER_128_COLUMNS * bn / 128
     partials_us = SPLIT_US + split * spec.m * spec.n * spec.batch * 8 / PARTIALS_BYTES_PER_US if split > 1 else 0.0
     return LAUNCH_US + waves * (WAVE_FILL_US + tile_us) + partials_us
 
@@ -209,7 +222,7 @@ def _wg_dense_default(spec: GemmSpec, sms: int) -> MmaConfig:
         for split in (1,) if large else (1, 2, 4, 8):
             if split > 1 and _k_tiles(spec, WG_BK) // split < 4:
                 break
-            cost = wg_cost_us(spec, bm, bn, split, sms)
+            cost = wg_cost_us(spec, bm, bn, split, sms, LARGE_TILE_EFFICIENCY if large else None)
             if best is None or cost < best[0] - 1e-9:
                 best = (cost, bm, bn, wn, split)
     if best is None:  # narrower than every tile (n or m < 64): the smallest, if check_config takes it at all
