@@ -358,6 +358,25 @@ def test_gated_siblings_interleave_into_one_paired_gemm(bias):
     np.testing.assert_allclose(opt(a).numpy(), expected, rtol=1e-4, atol=1e-3)
 
 
+def test_two_reads_of_a_matmul_fuse_only_as_interleaved_pairs():
+    """silu(y[:, :h]) * y[:, h:] of one matmul (two columns h apart, which no tile of the GEMM holds together) stays
+    a kernel of its own after the GEMM; the same gating over 32-column blocks interleaved fuses as a paired
+    epilogue. Both match float64."""
+    x, w = hidet.symbol([6, 32]), hidet.randn([32, 128])
+    y = x @ w
+    halves = ops.silu(ops.strided_slice(y, [0], [64], [1])) * ops.strided_slice(y, [64], [128], [1])
+    blocks = ops.reshape(y, [6, 2, 2, 32])
+    gate, up = (ops.reshape(ops.strided_slice(blocks, [i], [i + 1], [2]), [6, 64]) for i in range(2))
+    a = hidet.randn([6, 32])
+    yv = torch.from_numpy(_host_values(a).astype('float64')) @ torch.from_numpy(_host_values(w).astype('float64'))
+    for out, kernels, g, u in ((halves, 2, yv[:, :64], yv[:, 64:]),
+                               (ops.silu(gate) * up, 1, yv.reshape(6, 2, 2, 32)[:, :, 0].reshape(6, 64),
+                                yv.reshape(6, 2, 2, 32)[:, :, 1].reshape(6, 64))):
+        fused = FuseOperators()(hidet.trace_from(out, [x]), PassContext())
+        assert len(fused.nodes) == kernels
+        np.testing.assert_allclose(fused(a).numpy(), (torch.nn.functional.silu(g) * u).numpy(), rtol=1e-4, atol=1e-4)
+
+
 def test_siblings_read_apart_keep_plain_column_slices():
     """Two siblings of one width read by different consumers (a key and a value projection) are concatenated, not
     interleaved: each result stays a contiguous column slice (attention reads it in place)."""
