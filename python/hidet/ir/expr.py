@@ -248,7 +248,7 @@ class Call(Expr):
 
 
 # A math function whose result is a 16-bit float, computed in float32 where its value is rounded to 16 bits later
-# (a GEMM's epilogue: hidet.kernels.matmul.spec.widened), is called by the second name: a function as accurate as
+# (a GEMM's epilogue: hidet.kernels.matmul.epilogue.widened), is called by the second name: a function as accurate as
 # the 16-bit result needs (on the GPU, hidet/kernel/cuda.h: tanh_approx is the special-function unit's tanh,
 # relative error 1.1e-5; erf_approx is built on it, absolute error 5.5e-5); on the CPU, the exact function
 APPROX_16BIT = {'tanh': 'tanh_approx', 'erf': 'erf_approx'}

@@ -10,7 +10,8 @@ GEMM's epilogue, and each slice is a plain view of the result (which attention c
 Two siblings of one width whose results meet in an elementwise operator (a SwiGLU MLP's ``silu(gate) * up``) are
 *interleaved* instead: blocks of PAIR_WIDTH columns of the one, then of the other, so that each tile of the merged
 GEMM holds both values of each element it gates, and the gating runs in the GEMM's epilogue (a paired epilogue,
-hidet.kernels.matmul.spec.Pair), writing half the merged width, where it was a kernel of its own reading it all back.
+hidet.kernels.matmul.epilogue.Pair), writing half the merged width, where it was a kernel of its own reading it all
+back.
 """
 from __future__ import annotations
 

@@ -44,7 +44,9 @@ from hidet.ir.dtypes import float32, int64
 from hidet.ir.expr import Binary, BufferLoad, Constant, Expr, Select, TensorElement, Var, cast
 from hidet.ir.functors import INT32_MAX, collect, inline_computes, narrow_index, rewrite
 from hidet.ir.task import Task
-from hidet.kernels.matmul.spec import NotGemm, _epilogue, _strip_cast, affine, match_gemm, window_bounds
+from hidet.kernels.matmul.epilogue import split_epilogue
+from hidet.kernels.matmul.forms import NotGemm, affine, strip_cast
+from hidet.kernels.matmul.spec import match_gemm, window_bounds
 from hidet.kernels.matmul.values import GemmValues
 from hidet.kernels.template import Template, sm_count
 
@@ -111,16 +113,16 @@ class DepthwiseSpec:
         anchor = anchors[0]
         if r.shape[0] != 1:
             raise NotDepthwise(f'{r.shape[0]} input channels per group: not depthwise')
-        value = _strip_cast(r.value)
+        value = strip_cast(r.value)
         if not (isinstance(value, Binary) and value.op == '*'):
             raise NotDepthwise('the summed value is not a product')
-        xe, cond = _strip_cast(value.a), None
+        xe, cond = strip_cast(value.a), None
         if isinstance(xe, Select):
-            f = _strip_cast(xe.f)
+            f = strip_cast(xe.f)
             if not (isinstance(f, Constant) and float(f.value) == 0.0):
                 raise NotDepthwise('the input is selected against a value other than zero')
-            xe, cond = _strip_cast(xe.t), xe.cond
-        we = _strip_cast(value.b)
+            xe, cond = strip_cast(xe.t), xe.cond
+        we = strip_cast(value.b)
         for e in (xe, we):
             if not (isinstance(e, TensorElement) and e.tensor.ndim == 4):
                 raise NotDepthwise('the product does not read two 4-D tensors')
@@ -149,7 +151,7 @@ class DepthwiseSpec:
         self.out_dtype = spec.out_dtype
         self._acc = Var('acc', float32)
         self._axes = [Var(f'c{i}', int64) for i in range(4)]  # (n, o, oh, ow) of the anchor
-        self._epi, self._out_index, _, _, _ = _epilogue(task, anchor, r, self._acc, self._axes)
+        self._epi, self._out_index, _, _, _ = split_epilogue(task, anchor, r, self._acc, self._axes)
         # the epilogue reads a tensor per output (a residual add), not just per channel (bias, batch norm)
         size = self.n * self.o * self.oh * self.ow
         self.reads_residual = any(_numel(e.tensor.shape) >= size for e in collect(self._epi, TensorElement))

@@ -33,7 +33,7 @@ A block computes a BM x BN tile of C (its warps WM x WN tiles each) over its sha
   consecutive outputs of a row: the epilogue expression (bias, activation, residual, cast) per element, and
   one 16-byte (else 8-byte) store per thread when the output row is contiguous; then the accumulators and the
   epilogue's reads contiguous along n (a residual, a bias) are vector loads too (values.GemmValues.vector_epilogue).
-  A paired epilogue (spec.Pair: SwiGLU on the interleaved gate / up GEMM) takes each output from the staged
+  A paired epilogue (epilogue.Pair: SwiGLU on the interleaved gate / up GEMM) takes each output from the staged
   columns c and c + PAIR, its threads walking the half-width output tile.
 """
 from __future__ import annotations
