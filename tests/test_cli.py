@@ -155,7 +155,7 @@ def test_bench_model_times_hidet_default_and_tuned_in_one_run(monkeypatch, capsy
 
 
 def test_suite_compares_inductor_max_autotune_with_tuned_hidet():
-    from hidet.cli.suite import table
+    from hidet.cli.suite import summary, table
 
     def result(ms):
         return {'ms': ms, 'compile_s': 1.0}
@@ -167,6 +167,9 @@ def test_suite_compares_inductor_max_autotune_with_tuned_hidet():
     ratios = dict(zip(head[-3:], row[-3:]))
     assert ratios == {'hidet speed-up over hidet-ma': '0.83x', 'hidet speed-up over inductor-ro': '1.50x',
                       'hidet-ma speed-up over inductor-ma': '1.60x'}, ratios
+    line = summary('bert', results['bert'])  # (the line printed as the model is measured: the same pairs)
+    assert 'inductor-ma 0.800 ms (compiled in 1.0 s, hidet-ma 1.60x faster)' in line
+    assert 'inductor-ro 0.900 ms (compiled in 1.0 s, hidet 1.50x faster)' in line
 
 
 def test_bench_profile_and_default_backends(capsys):
@@ -290,6 +293,10 @@ def test_bench_suite_table_resume_and_errors(tmp_path, monkeypatch, capsys):
     out = str(tmp_path / 'suite')
     args = ['bench', 'suite', '--models', 'a,broken', '--device', 'cpu', '--backends', 'hidet,eager', '--out', out]
     assert main(args) == 0
+    printed = capsys.readouterr().out  # each model's line as it is measured, before the table
+    assert 'a: hidet 2.000 ms (compiled in 3.0 s); eager 4.000 ms (compiled in 0.1 s, hidet 2.00x faster)' in printed
+    assert 'broken: exit 1: RuntimeError: boom' in printed
+    assert printed.index('a: hidet 2.000 ms') < printed.index('| model |')
     text = open(os.path.join(out, 'table.md')).read()
     assert '| a | 2.000 | 4.000 | 3.0 | 0.1 | 2.00x | 0.50 |' in text
     assert '| broken | exit 1: RuntimeError: boom |' in text

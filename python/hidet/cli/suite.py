@@ -102,6 +102,20 @@ def _geomean(values: List[float]) -> Optional[float]:
     return math.exp(sum(math.log(v) for v in values) / len(values)) if values else None
 
 
+def summary(name: str, record: dict) -> str:
+    """One line of a model's record as it is measured: each backend's latency and compile time and, for each baseline,
+    hidet's speed-up over it (or the error)."""
+    if 'error' in record:
+        return f'{name}: {record["error"]}'
+    res = record['results']
+    parts = []
+    for b, r in res.items():
+        ours = paired_hidet(b, res)
+        ratio = f', {ours} {r["ms"] / res[ours]["ms"]:.2f}x faster' if b != ours and ours in res else ''
+        parts.append(f'{b} {r["ms"]:.3f} ms (compiled in {r["compile_s"]:.1f} s{ratio})')
+    return f'{name}: ' + '; '.join(parts)
+
+
 def table(results: Dict[str, dict], title: str) -> str:
     """The Markdown table of ``results`` (model → record)."""
     backends: List[str] = []
@@ -216,6 +230,7 @@ def run(args) -> int:
             continue
         print(f'{name}: measuring ...', flush=True)
         results[name] = _bench(name, args)
+        print(summary(name, results[name]), flush=True)  # (a run stopped later still shows what it measured)
         with open(path + '.tmp', 'w') as f:
             json.dump({'setup': _setup(args), 'models': results}, f, indent=2)
         os.replace(path + '.tmp', path)
