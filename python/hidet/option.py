@@ -35,6 +35,9 @@ class Options:
 
     cache_dir: str = DEFAULT_CACHE_DIR  # kernels, tuning results, compiled graphs (DESIGN contract 6)
     cuda_arch: Optional[str] = _key_field(None)  # 'sm_90', 'sm_90a', ...; None: ask the GPU
+    # sm_90: kernels launched programmatically dependent on the one before (hidet/kernel/cuda.h: hidet::launch), so
+    # their blocks are scheduled while it drains; False launches them serialized (to time kernels apart, or A/B)
+    cuda_programmatic_launch: bool = _key_field(True)
     nvcc: Optional[str] = None  # path of nvcc; None: search (see hidet.backend.compiler.find_nvcc)
     cuda_home: Optional[str] = None  # a CUDA toolkit whose bin/nvcc the search tries first (env CUDA_HOME, CUDA_PATH)
     cxx: Optional[str] = None  # the C++ compiler command, flags allowed (env CXX); None: g++
@@ -103,6 +106,7 @@ def _env_str(name: str, value: str) -> Optional[str]:
 ENV_VARS = {
     'HIDET_CACHE_DIR': ('cache_dir', _env_str),
     'HIDET_CUDA_ARCH': ('cuda_arch', _env_str),
+    'HIDET_CUDA_PROGRAMMATIC_LAUNCH': ('cuda_programmatic_launch', _env_bool),
     'HIDET_NVCC': ('nvcc', _env_str),
     'HIDET_DEBUG_KEEP_SOURCE': ('debug_keep_source', _env_bool),
     'HIDET_LOGS': ('logs', _env_str),

@@ -199,6 +199,10 @@ def test_cpu_and_cuda_flags():
     # programmatic dependent launches on sm_90 alone (hidet/kernel/cuda.h: hidet::launch)
     assert '-DHIDET_PROGRAMMATIC_LAUNCH' in command
     assert '-DHIDET_PROGRAMMATIC_LAUNCH' not in ' '.join(cuda.command('k.cu', 'k.so'))
+    # unless turned off (HIDET_CUDA_PROGRAMMATIC_LAUNCH=0): serialized launches, built and cached apart
+    off = hidet.option.from_env({'HIDET_CUDA_PROGRAMMATIC_LAUNCH': '0'}).replace(cuda_arch='sm_90')
+    assert not off.cuda_programmatic_launch and off.cache_key() != hidet.option.Options(cuda_arch='sm_90').cache_key()
+    assert '-DHIDET_PROGRAMMATIC_LAUNCH' not in ' '.join(compiler.toolchain('cuda', off).command('k.cu', 'k.so'))
 
 
 def test_every_kernel_waits_for_the_kernels_before_it_and_launches_through_hidet_launch():

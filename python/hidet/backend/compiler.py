@@ -242,7 +242,7 @@ def toolchain(target: str, options: Optional[Options] = None) -> Toolchain:
             '-Xcompiler', '-fno-exceptions', '-Xcompiler', '-fno-threadsafe-statics',
             '-I', inc, *_pip_cuda_flags(nvcc),
         ]
-        if int(sm.rstrip('a')) >= 90:  # launches programmatically dependent on the kernel before (hidet/kernel/cuda.h)
+        if int(sm.rstrip('a')) >= 90 and options.cuda_programmatic_launch:  # (hidet/kernel/cuda.h: hidet::launch)
             flags.append('-DHIDET_PROGRAMMATIC_LAUNCH')
         if len(cxx) == 1:
             flags += ['-ccbin', cxx[0]]
