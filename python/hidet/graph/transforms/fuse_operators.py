@@ -10,9 +10,9 @@ group computes is read only by that consumer group (and is not a graph output), 
   matmul), allowed only when each consumer element reads each anchor element once (or, after a matmul, two
   of its columns that the GEMM template takes as a paired epilogue: a SwiGLU on the interleaved gate / up
   GEMM, merge_sibling_matmuls) and the consumer is no larger than the anchor (a broadcast would recompute
-  the reduction per element), not
-  when it ends in a wider dtype that a reduction reads (the norm takes that cast as its prologue), and
-  after a matmul or dense convolution only where the GEMM template still takes the fused task;
+  the reduction per element), not when it ends in a wider dtype that a reduction reads (the norm takes that
+  cast as its prologue), and after a matmul or dense convolution only where the GEMM template still takes the
+  fused task;
 - both anchored: never, but for a *row-broadcast* group: plain reductions (ReduceOp) and the elementwise
   ops that read them broadcast over a row (``x - mean``, ``centered * rsqrt(var + eps)``, ``e / sum``) merge
   when the group's one output is row-broadcast (hidet.ir.schedulers.lowering.row_split: every reduction
