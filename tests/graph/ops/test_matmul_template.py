@@ -142,6 +142,24 @@ def test_what_stays_with_the_auto_scheduler():
         match_gemm(Task('t', [a, b], [e]))
 
 
+def test_paired_epilogue_reads_two_interleaved_columns():
+    """An output reading the matmul at columns 2P (j / P) + j % P and + P is a paired epilogue (pair P, n the
+    matmul's width, the output half of it); the same blocks read 2P apart, or the halves (j and j + width), are
+    not."""
+    a, b = tensor_input('a', 'float16', [16, 64]), tensor_input('b', 'float16', [64, 128])
+    c = compute('c', [16, 128], lambda i, n: reduce([64], lambda k: a[i, k] * b[k, n], 'sum'))
+
+    def gated(first, second):
+        return Task('t', [a, b], [compute('y', [16, 64], lambda i, j: c[i, first(j)] * c[i, second(j)])])
+
+    spec = match_gemm(gated(lambda j: j / 32 * 64 + j % 32, lambda j: j / 32 * 64 + j % 32 + 32))
+    assert (spec.m, spec.n, spec.k, spec.pair) == (16, 128, 64, 32) and spec.acc_pair is not None
+    with pytest.raises(NotGemm, match='moved indices'):  # (2P apart: no pair, and a block index is no reshape)
+        match_gemm(gated(lambda j: j / 32 * 64 + j % 32, lambda j: j / 32 * 64 + j % 32 + 64))
+    with pytest.raises(NotGemm, match='moved indices'):  # the halves (j + width: moved)
+        match_gemm(gated(lambda j: j, lambda j: j + 64))
+
+
 def test_template_selection():
     task = matmul_task([128, 64], [64, 32])
     assert find_matmul_template(task, 'cuda', 'sm_90') is not None
