@@ -117,7 +117,7 @@ def rotate_half(x):
 
 
 class LlamaLayer(nn.Module):
-    def __init__(self, dim: int = 32, heads: int = 4, kv_heads: int = 2, hidden: int = 48):
+    def __init__(self, dim: int = 32, heads: int = 4, kv_heads: int = 2, hidden: int = 64):
         super().__init__()
         self.heads, self.kv_heads, self.head_dim = heads, kv_heads, dim // heads
         self.q_proj = nn.Linear(dim, heads * self.head_dim, bias=False)
