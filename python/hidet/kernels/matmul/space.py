@@ -158,14 +158,14 @@ def _wg_default(spec: GemmSpec, sms: int):
 # 0.7 of a wave of 128 x 256 tiles (weights cold; every 4-stage TMA candidate at 22 transformer layers of GPT-2,
 # BERT, ViT and a Llama-style model, the old and the new pick at 86 more, with 1x1 convolutions of resnet50,
 # mobilenet_v2, efficientnet_b0 and convnext_tiny at batch 1 and 8; calls A1, A2, A9, C1 and C3 of 2026-11-27,
-# `.gpu/time_pairs.py`). The rates fitted at 128 and 197 rows alone, without the epilogue term, put
+# each pair timed side by side). The rates fitted at 128 and 197 rows alone, without the epilogue term, put
 # 1576x768x3072 on 64 x 64 tiles (26.5 µs against 18.8 in 64 x 256), 394x5632x2048 on 128 x 64 (48.7 against 23.0
 # in 128 x 192); the epilogue term keeps short-k convolutions on two warpgroups' 128 x 64 tiles (3136x144x24: 3.1
 # µs against 3.8 in 64 x 128). The rates rank tiles more than they measure them.
 LAUNCH_US, WAVE_FILL_US, SPLIT_US = 2.0, 0.9, 2.5
 EPILOGUE_US_PER_128_COLUMNS = 0.4
 PARTIALS_BYTES_PER_US = 2.5e6
-SM_TFLOPS = 4.5  # one SM's wgmma rate in 64 x 64 tiles, 0.8 of which the table's 0.8 is
+SM_TFLOPS = 4.5  # an SM's wgmma rate (TFLOP/s) at efficiency 1.0, which TILE_EFFICIENCY scales per tile shape
 TILE_EFFICIENCY = {(128, 256): 1.35, (128, 192): 1.05, (128, 128): 1.3, (128, 64): 0.68, (64, 256): 1.35,
                    (64, 128): 0.73, (64, 64): 0.8, (64, 32): 0.6, (64, 16): 0.4}  # (the last two guessed, not fitted)
 WG_DENSE_SHAPES = ((128, 256, 256), (128, 192, 192), (128, 128, 128), (128, 64, 64), (64, 256, 256), (64, 128, 128),
