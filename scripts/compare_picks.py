@@ -20,6 +20,15 @@ import math
 import os
 import sys
 
+import torch
+
+import hidet
+from hidet.backend.cache import build_libraries
+from hidet.kernels import find
+from hidet.kernels.matmul import find_matmul_template
+from hidet.kernels.matmul.space import default_config
+from hidet.runtime.compiled_module import CompiledModule
+
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # (bench_matmul.py beside this script: its cases)
 import bench_matmul  # noqa: E402
 
@@ -47,8 +56,6 @@ def shapes() -> list:
 
 def task_of(shape: str):
     """The fused float16 task of ``shape`` on the GPU (no GPU needed to build it)."""
-    import hidet
-
     if not shape.startswith('conv:'):
         m, n, k = (int(x) for x in shape.split('x'))
         return hidet.ops.matmul(hidet.symbol([m, k], 'float16', 'cuda'),
@@ -62,9 +69,6 @@ def task_of(shape: str):
 
 def picks() -> dict:
     """shape → the name of its level-0 config on an H100 (or why the template does not take it)."""
-    from hidet.kernels.matmul import find_matmul_template
-    from hidet.kernels.matmul.space import default_config
-
     out = {}
     for shape in shapes():
         template = find_matmul_template(task_of(shape), 'cuda', 'sm_90a')
@@ -75,12 +79,6 @@ def picks() -> dict:
 def time_changed(old: dict, new: dict) -> None:
     """Each shape whose pick differs (both picks of the template's configs): torch's time and both picks', weights
     cold, and the geometric mean of new / old."""
-    import torch
-
-    from hidet.backend.cache import build_libraries
-    from hidet.kernels import find
-    from hidet.runtime.compiled_module import CompiledModule
-
     changed = [s for s in new if s in old and old[s] != new[s] and 'template' not in old[s] + new[s]]
     print(f'{len(changed)} of {len(new)} shapes changed their pick', flush=True)
     cases = []
