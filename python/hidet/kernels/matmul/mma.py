@@ -179,6 +179,7 @@ def build_script_module(spec: GemmSpec, cfg: MmaConfig, m_bound=None):
     E_ITERS = cdiv(BM * OUT_BN // V, THREADS)
     IDLE = BM * OUT_BN // V % THREADS != 0  # threads without a vector in the last iteration
     DSMEM = cluster_split(spec, cfg)  # the split blocks of a tile: one cluster, summing through shared memory
+    PARTIAL = DSMEM or IDLE  # some threads' vector index passes the tile's vectors (idx < BM * VPR tells)
     # a transposed output (consecutive m consecutive in memory): a warp's threads take consecutive rows of the
     # staged tile, so each of their scalar stores covers 64 contiguous bytes (walking n, 32 scattered 2-byte
     # stores: mobile networks' expansion convolutions written NCHW for their depthwise ones); the staging rows
@@ -217,7 +218,7 @@ def build_script_module(spec: GemmSpec, cfg: MmaConfig, m_bound=None):
         idx, r, c = epilogue_vector(tid, split, it)
         gm, gn = m0 + r, n0 + c
         cond = all_of(True if A_FULL else gm < M, True if B_FULL else gn < N,
-                      idx < BM * VPR if DSMEM or IDLE else True)
+                      idx < BM * VPR if PARTIAL else True)
         stmt, READS[it] = values.epilogue_reads(PLAN, bz, gm, gn, cond, it, ROW_VECS if COLUMN_VECS else None)
         READS[it].update(COLUMN_READS)
         return stmt
@@ -670,7 +671,7 @@ def build_script_module(spec: GemmSpec, cfg: MmaConfig, m_bound=None):
                                 cst[r, c + q * 4 + e] = total[e]
                 gm = m0 + r
                 gn = n0 + c
-                if gm < M and idx < BM * VPR if DSMEM or IDLE else gm < M:
+                if gm < M and idx < BM * VPR if PARTIAL else gm < M:
                     if VEC:
                         if gn < N:
                             vector_epilogue(bz, gm, gn, cst, r, c, it)
