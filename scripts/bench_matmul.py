@@ -142,44 +142,57 @@ def candidate_rows(template, shape, inputs, expected, flops, t_torch, args, copi
     return rows
 
 
+def _conv_shape(shape: str):
+    """conv:NxCxHxWxKxRxS[pP][sS] → (n, c, h, w, k, r, s, padding, stride)."""
+    import re
+
+    m = re.fullmatch(r'conv:(\d+)x(\d+)x(\d+)x(\d+)x(\d+)x(\d+)x(\d+)(?:p(\d+))?(?:s(\d+))?', shape)
+    if not m:
+        raise SystemExit(f'bad conv shape {shape!r}: expected conv:NxCxHxWxKxRxS[pP][sS]')
+    return tuple(int(x) for x in m.groups()[:7]) + (int(m.group(8) or 0), int(m.group(9) or 1))
+
+
+def gemm_task(shape: str, dtype: str):
+    """(the fused task of ``shape`` on the GPU, the hidet op of two tensors it is): MxNxK a matmul of A [M, K] and
+    B [K, N], conv:... a channels-last convolution (input NHWC, weight KRSC). No GPU needed to build it."""
+    import hidet
+
+    if not shape.startswith('conv'):
+        m, n, k = (int(x) for x in shape.split('x'))
+        return hidet.ops.matmul(hidet.symbol([m, k], dtype, 'cuda'),
+                                hidet.symbol([k, n], dtype, 'cuda')).trace[0].task, hidet.ops.matmul
+    bn, ci, h, w, co, r, s_, pad, stride = _conv_shape(shape)
+
+    def op_fn(x_, w_):
+        return hidet.ops.conv2d_channels_last(x_, w_, padding=pad, stride=stride)
+
+    xs, ws = hidet.symbol([bn, h, w, ci], dtype, 'cuda'), hidet.symbol([co, r, s_, ci], dtype, 'cuda')
+    (node,) = hidet.graph.optimize(hidet.trace_from(op_fn(xs, ws), [xs, ws])).nodes
+    return node.task, op_fn
+
+
 def matmul_case(shape: str, dtype: str):
     """MxNxK: (task, inputs, torch's output, FLOPs, torch's call, the hidet op of two tensors)."""
     import torch
-
-    import hidet
 
     m, n, k = (int(x) for x in shape.split('x'))
     a = torch.randn(m, k, device='cuda').to(getattr(torch, dtype))
     b = (torch.randn(k, n, device='cuda') / k ** 0.5).to(getattr(torch, dtype))
     c = torch.empty(m, n, device='cuda', dtype=a.dtype)
-    task = hidet.ops.matmul(hidet.symbol([m, k], dtype, 'cuda'), hidet.symbol([k, n], dtype, 'cuda')).trace[0].task
-    return task, (a, b), c, 2.0 * m * n * k, lambda b_: torch.matmul(a, b_, out=c), hidet.ops.matmul
+    task, op_fn = gemm_task(shape, dtype)
+    return task, (a, b), c, 2.0 * m * n * k, lambda b_: torch.matmul(a, b_, out=c), op_fn
 
 
 def conv_case(shape: str, dtype: str):
     """conv:NxCxHxWxKxRxS[pP][sS]: a channels-last convolution (the implicit GEMM of the template, input NHWC,
     weight KRSC) against cuDNN (torch, channels-last)."""
-    import re
-
     import torch
 
-    import hidet
-
-    m = re.fullmatch(r'conv:(\d+)x(\d+)x(\d+)x(\d+)x(\d+)x(\d+)x(\d+)(?:p(\d+))?(?:s(\d+))?', shape)
-    if not m:
-        raise SystemExit(f'bad conv shape {shape!r}: expected conv:NxCxHxWxKxRxS[pP][sS]')
-    bn, ci, h, w, co, r, s_ = (int(x) for x in m.groups()[:7])
-    pad, stride = int(m.group(8) or 0), int(m.group(9) or 1)
+    bn, ci, h, w, co, r, s_, pad, stride = _conv_shape(shape)
     t = getattr(torch, dtype)
     x = torch.randn(bn, h, w, ci, device='cuda').to(t)
     wt = (torch.randn(co, r, s_, ci, device='cuda') / (ci * r * s_) ** 0.5).to(t)
-    xs, ws = hidet.symbol([bn, h, w, ci], dtype, 'cuda'), hidet.symbol([co, r, s_, ci], dtype, 'cuda')
-
-    def op_fn(x_, w_):
-        return hidet.ops.conv2d_channels_last(x_, w_, padding=pad, stride=stride)
-
-    graph = hidet.graph.optimize(hidet.trace_from(op_fn(xs, ws), [xs, ws]))
-    (task,) = [node.task for node in graph.nodes]
+    task, op_fn = gemm_task(shape, dtype)
     x_nchw = x.permute(0, 3, 1, 2)  # NCHW view of channels-last memory: cuDNN's NHWC kernels
     ref = torch.nn.functional.conv2d(x_nchw, wt.permute(0, 3, 1, 2), padding=pad, stride=stride)
     c = ref.permute(0, 2, 3, 1).contiguous()
@@ -246,12 +259,10 @@ def with_epilogue(op_fn, a, b, c, kind: str = 'resnet'):
         y = hidet.ops.silu(hc) * rs
         expected = F.silu(cf) * other.float()
     elif kind == 'swiglu':
-        from hidet.graph.transforms.merge_sibling_matmuls import PAIR_WIDTH
+        from hidet.graph.transforms.merge_sibling_matmuls import PAIR_WIDTH, pair_slices
 
         m, width = c.shape[0], c.shape[-1] // 2
-        blocks = hidet.ops.reshape(hc, [m, width // PAIR_WIDTH, 2, PAIR_WIDTH])
-        gate, up = (hidet.ops.reshape(hidet.ops.strided_slice(blocks, [i], [i + 1], axes=[2]), [m, width])
-                    for i in range(2))
+        gate, up = pair_slices(hc)
         y = hidet.ops.silu(gate) * up
         pairs = cf.reshape(m, width // PAIR_WIDTH, 2, PAIR_WIDTH)
         expected = (F.silu(pairs[:, :, 0]) * pairs[:, :, 1]).reshape(m, width)

@@ -22,7 +22,6 @@ import sys
 
 import torch
 
-import hidet
 from hidet.backend.cache import build_libraries
 from hidet.kernels import find
 from hidet.kernels.matmul import find_matmul_template
@@ -54,24 +53,11 @@ def shapes() -> list:
     return out
 
 
-def task_of(shape: str):
-    """The fused float16 task of ``shape`` on the GPU (no GPU needed to build it)."""
-    if not shape.startswith('conv:'):
-        m, n, k = (int(x) for x in shape.split('x'))
-        return hidet.ops.matmul(hidet.symbol([m, k], 'float16', 'cuda'),
-                                hidet.symbol([k, n], 'float16', 'cuda')).trace[0].task
-    b, ci, h, w, co, r, s = (int(x) for x in shape[len('conv:'):].split('x'))
-    xs, ws = hidet.symbol([b, h, w, ci], 'float16', 'cuda'), hidet.symbol([co, r, s, ci], 'float16', 'cuda')
-    graph = hidet.graph.optimize(hidet.trace_from(hidet.ops.conv2d_channels_last(xs, ws), [xs, ws]))
-    (node,) = graph.nodes
-    return node.task
-
-
 def picks() -> dict:
     """shape → the name of its level-0 config on an H100 (or why the template does not take it)."""
     out = {}
     for shape in shapes():
-        template = find_matmul_template(task_of(shape), 'cuda', 'sm_90a')
+        template = find_matmul_template(bench_matmul.gemm_task(shape, 'float16')[0], 'cuda', 'sm_90a')
         out[shape] = default_config(template.spec, SMS, wgmma=True).name() if template else 'no template'
     return out
 

@@ -5,7 +5,7 @@ import hidet
 from hidet import ops
 from hidet.graph.ops.matmul import MatmulOp
 from hidet.graph.transforms import FuseOperators, PassContext
-from hidet.graph.transforms.merge_sibling_matmuls import PAIR_WIDTH
+from hidet.graph.transforms.merge_sibling_matmuls import PAIR_WIDTH, pair_slices
 from hidet.kernels.matmul import match_gemm
 
 
@@ -31,8 +31,7 @@ def gated_task(m, h, k, dtype='float16', device='cuda'):
     """The fused task of ``silu(gate) * up`` on the interleaved gate / up GEMM of a SwiGLU MLP (what
     merge_sibling_matmuls and fusion make of it): inputs x [m, k] and the interleaved weight [k, 2h]."""
     x, w = hidet.symbol([m, k], dtype, device), hidet.symbol([k, 2 * h], dtype, device)
-    blocks = ops.reshape(x @ w, [m, h // PAIR_WIDTH, 2, PAIR_WIDTH])
-    gate, up = (ops.reshape(ops.strided_slice(blocks, [i], [i + 1], axes=[2]), [m, h]) for i in range(2))
+    gate, up = pair_slices(x @ w)
     graph = FuseOperators()(hidet.trace_from(ops.silu(gate) * up, [x, w]), PassContext())
     assert len(graph.nodes) == 1, [n.name for n in graph.nodes]
     return graph.nodes[0].task

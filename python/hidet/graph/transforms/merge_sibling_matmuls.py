@@ -85,7 +85,7 @@ def _interleaved(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return pairs.reshape(lead + (2 * a.shape[-1],))
 
 
-def _pair_slices(y: Tensor) -> List[Tensor]:
+def pair_slices(y: Tensor) -> List[Tensor]:
     """The two siblings' results in an interleaved merged result ``y``: views of its alternate column blocks."""
     width = y.shape[-1] // 2
     blocks = ops.reshape(y, list(y.shape[:-1]) + [width // PAIR_WIDTH, 2, PAIR_WIDTH])
@@ -136,7 +136,7 @@ class MergeSiblingMatmuls(GraphPass):
                     bs = [b for _, b in biases[id(group[0])]]
                     y = ops.add(y, _from_host_values(join(*[_host_values(b) for b in bs]), bs[0].dtype, bs[0].device))
                 if gated:
-                    merged[id(group[0])] = _pair_slices(y)
+                    merged[id(group[0])] = pair_slices(y)
                 else:
                     slices, start = [], 0
                     for weight in weights:
