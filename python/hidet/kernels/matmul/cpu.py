@@ -59,7 +59,7 @@ def default_config(spec: GemmSpec) -> CpuConfig:
     mr, nr = 8, 16
     nc = min(128, _round_up(spec.n, nr))
     if spec.pair:  # (whole column pairs: a multiple of 2 x the pair width, itself a multiple of nr)
-        nc = min(_round_up(nc, 2 * spec.pair * nr // math.gcd(2 * spec.pair, nr)), _round_up(spec.n, 2 * spec.pair))
+        nc = min(_round_up(nc, math.lcm(2 * spec.pair, nr)), _round_up(spec.n, 2 * spec.pair))
     return CpuConfig(min(32, _round_up(spec.m, mr)), nc, min(256, spec.k), mr, nr)
 
 
